@@ -1,0 +1,152 @@
+"""PPO as an :class:`~hordax.agents.types.Agent`: act, value and the minibatch-epoch update."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from gymnax.environments import spaces
+
+from hordax.agents import distributions as D
+from hordax.agents.networks import PolicyHead, ValueHead
+from hordax.agents.ppo.config import PPOConfig
+from hordax.agents.ppo.losses import policy_loss, value_loss
+
+
+@struct.dataclass
+class PPOState:
+    """Agent state: ``params = {"actor": ..., "critic": ...}`` and Adam's state."""
+
+    params: Any
+    opt_state: Any
+
+
+@struct.dataclass
+class PPOBatch:
+    """One rollout flattened to ``N = rollout_length * num_envs`` rows."""
+
+    obs: jax.Array  # [N, *obs_shape]
+    action: jax.Array  # [N] int32 or [N, d] float32 (unclipped sample)
+    log_prob: jax.Array  # [N] behaviour log-probability
+    value: jax.Array  # [N] behaviour value V(obs)
+    advantage: jax.Array  # [N] GAE advantage
+    target: jax.Array  # [N] value target = advantage + value
+
+
+class PPOAgent:
+    """PPO for ``Discrete`` or ``Box`` action spaces (one actor and one critic network).
+
+    Args:
+        config: hyperparameters.
+        obs_shape: single observation shape.
+        action_space: gymnax ``Discrete`` or ``Box`` space.
+        num_updates: rollouts in the whole run (sets the learning-rate schedule).
+    """
+
+    def __init__(self, config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any,
+                 num_updates: int):
+        self.config = config
+        self.obs_shape = tuple(obs_shape)
+        if isinstance(action_space, spaces.Discrete):
+            self.continuous, self.action_dim = False, int(action_space.n)
+        elif isinstance(action_space, spaces.Box):
+            self.continuous, self.action_dim = True, int(np.prod(action_space.shape))
+            self.action_shape = tuple(action_space.shape)
+        else:
+            raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
+        self.actor = PolicyHead(config.network, self.action_dim, self.continuous)
+        self.critic = ValueHead(config.network)
+        steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
+        lr = (optax.linear_schedule(config.learning_rate, 0.0, steps)
+              if config.anneal_lr else config.learning_rate)
+        self.optimizer = optax.chain(
+            optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5)
+        )
+
+    # --- acting -------------------------------------------------------------------------
+    def init(self, key: jax.Array) -> PPOState:
+        key_actor, key_critic = jax.random.split(key)
+        dummy = jnp.zeros((1, *self.obs_shape), jnp.float32)
+        params = {
+            "actor": self.actor.init(key_actor, dummy),
+            "critic": self.critic.init(key_critic, dummy),
+        }
+        return PPOState(params, self.optimizer.init(params))
+
+    def _dist(self, actor_params: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        out, log_std = self.actor.apply(actor_params, obs)
+        return out, log_std
+
+    def _log_prob_entropy(self, actor_params: Any, obs: jax.Array, action: jax.Array):
+        out, log_std = self._dist(actor_params, obs)
+        if self.continuous:
+            flat = action.reshape((action.shape[0], -1))
+            return D.gaussian_log_prob(out, log_std, flat), D.gaussian_entropy(out, log_std)
+        return D.categorical_log_prob(out, action), D.categorical_entropy(out)
+
+    def act(self, state: PPOState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
+        out, log_std = self._dist(state.params["actor"], obs)
+        if self.continuous:
+            flat = D.gaussian_sample(key, out, log_std)
+            log_prob = D.gaussian_log_prob(out, log_std, flat)
+            action = flat.reshape((obs.shape[0], *self.action_shape))
+        else:
+            action = D.categorical_sample(key, out)
+            log_prob = D.categorical_log_prob(out, action)
+        return action, {"log_prob": log_prob, "value": self.value(state, obs)}
+
+    def act_greedy(self, state: PPOState, obs: jax.Array) -> jax.Array:
+        out, _ = self._dist(state.params["actor"], obs)
+        if self.continuous:
+            return out.reshape((obs.shape[0], *self.action_shape))
+        return D.categorical_mode(out)
+
+    def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
+        return self.critic.apply(state.params["critic"], obs)
+
+    # --- learning -----------------------------------------------------------------------
+    def _loss(self, params: Any, mb: PPOBatch) -> tuple[jax.Array, dict]:
+        cfg = self.config
+        log_prob, entropy = self._log_prob_entropy(params["actor"], mb.obs, mb.action)
+        adv = mb.advantage
+        if cfg.normalize_advantages:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, cfg.clip_eps)
+        value = self.critic.apply(params["critic"], mb.obs)
+        v_loss = value_loss(value, mb.value, mb.target, cfg.clip_eps, cfg.clip_value)
+        ent = jnp.mean(entropy)
+        total = pi_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+        return total, {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": ent, **diag}
+
+    def update(self, state: PPOState, batch: PPOBatch, key: jax.Array) -> tuple[PPOState, dict]:
+        """``num_epochs`` passes of ``num_minibatches`` shuffled minibatches over ``batch``."""
+        cfg = self.config
+        n = batch.advantage.shape[0]
+        mb_size = n // cfg.num_minibatches
+
+        def minibatch_step(st: PPOState, mb: PPOBatch):
+            (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(st.params, mb)
+            updates, opt_state = self.optimizer.update(grads, st.opt_state, st.params)
+            params = optax.apply_updates(st.params, updates)
+            metrics = {**metrics, "loss": loss, "grad_norm": optax.global_norm(grads)}
+            return PPOState(params, opt_state), metrics
+
+        def epoch(st: PPOState, key_perm: jax.Array):
+            perm = jax.random.permutation(key_perm, n)
+            mbs = jax.tree.map(
+                lambda x: x[perm].reshape((cfg.num_minibatches, mb_size, *x.shape[1:])), batch
+            )
+            return jax.lax.scan(minibatch_step, st, mbs)
+
+        state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, cfg.num_epochs))
+        return state, jax.tree.map(jnp.mean, metrics)
+
+
+def make_agent(config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any,
+               num_updates: int) -> PPOAgent:
+    """Build a PPO agent (see :class:`PPOAgent`)."""
+    return PPOAgent(config, obs_shape, action_space, num_updates)

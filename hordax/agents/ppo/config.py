@@ -1,0 +1,70 @@
+"""PPO hyperparameters (the hydra schema of ``configs/agent/ppo.yaml``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hordax.agents.networks import NetworkConfig, validate_network
+
+
+@dataclass
+class PPOConfig:
+    """Proximal Policy Optimization (clipped surrogate, GAE, minibatch epochs)."""
+
+    name: str = "ppo"
+    learning_rate: float = 2.5e-4
+    """Adam step size (annealed linearly to 0 when anneal_lr)."""
+    anneal_lr: bool = True
+    """Linear learning-rate decay to 0 over the whole run."""
+    gamma: float = 0.99
+    """Discount factor in [0, 1]."""
+    gae_lambda: float = 0.95
+    """GAE lambda in [0, 1]."""
+    clip_eps: float = 0.2
+    """Policy ratio clip (and value clip when clip_value)."""
+    clip_value: bool = True
+    """Clip the value update around the rollout's values (PPO2 style)."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient (>= 0)."""
+    vf_coef: float = 0.5
+    """Value loss coefficient (>= 0)."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip (> 0)."""
+    num_epochs: int = 4
+    """Passes over each rollout batch."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide num_envs * rollout_length."""
+    normalize_advantages: bool = True
+    """Standardize advantages within each minibatch."""
+    normalize_obs: bool = False
+    """Running observation normalization (statistics saved with the agent)."""
+    normalize_reward: bool = False
+    """Scale rewards by the running std of the discounted return."""
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+
+
+def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
+    """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
+
+    def need(ok: bool, key: str, value: object, allowed: str) -> None:
+        if not ok:
+            raise ValueError(f"agent.{key}={value}: {allowed}")
+
+    finite = math.isfinite
+    need(finite(cfg.learning_rate) and cfg.learning_rate > 0, "learning_rate", cfg.learning_rate,
+         "must be a finite number > 0")
+    need(0.0 <= cfg.gamma <= 1.0, "gamma", cfg.gamma, "must be in [0, 1]")
+    need(0.0 <= cfg.gae_lambda <= 1.0, "gae_lambda", cfg.gae_lambda, "must be in [0, 1]")
+    need(finite(cfg.clip_eps) and cfg.clip_eps > 0, "clip_eps", cfg.clip_eps, "must be > 0")
+    need(finite(cfg.ent_coef) and cfg.ent_coef >= 0, "ent_coef", cfg.ent_coef, "must be >= 0")
+    need(finite(cfg.vf_coef) and cfg.vf_coef >= 0, "vf_coef", cfg.vf_coef, "must be >= 0")
+    need(finite(cfg.max_grad_norm) and cfg.max_grad_norm > 0, "max_grad_norm", cfg.max_grad_norm,
+         "must be > 0")
+    need(cfg.num_epochs >= 1, "num_epochs", cfg.num_epochs, "must be an integer >= 1")
+    need(cfg.num_minibatches >= 1, "num_minibatches", cfg.num_minibatches,
+         "must be an integer >= 1")
+    if batch_size is not None:
+        need(batch_size % cfg.num_minibatches == 0, "num_minibatches", cfg.num_minibatches,
+             f"must divide the batch num_envs * rollout_length = {batch_size}")
+    validate_network(cfg.network)

@@ -1,0 +1,132 @@
+"""Environment registry: lazy hordax factories handed to gymnax's own registry.
+
+There is one registry, gymnax's. hordax adds *lazy* entry points (``"module:Class"``) so
+that ``import hordax`` imports no env family, and ``make`` that also sets params fields::
+
+    env, params = hordax.make("CartPole-v1")                    # any gymnax id
+    env, params = hordax.make("CartPole-v1", gravity=12.0)      # a params field
+    env, params = hordax.make("Grid-Empty-8x8-v0", view_size=5)  # a constructor argument
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import gymnax
+from gymnax import registration as gx_registration
+
+# ids registered by hordax itself (gymnax's list holds these and its built-ins).
+_HORDAX_IDS: list[str] = []
+
+
+class UnknownEnvError(ValueError):
+    """Raised by :func:`make` for an id that no registry holds."""
+
+
+def _lazy_factory(entry_point: str, default_kwargs: dict[str, Any]) -> Callable[..., Any]:
+    module_name, _, attr = entry_point.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"entry_point={entry_point!r}: must look like 'package.module:Class'")
+
+    def factory(**kwargs: Any) -> Any:
+        cls = getattr(importlib.import_module(module_name), attr)
+        return cls(**{**default_kwargs, **kwargs})
+
+    factory.entry_point = entry_point  # type: ignore[attr-defined]
+    return factory
+
+
+def register(env_id: str, entry_point: str | Callable[..., Any], **default_kwargs: Any) -> None:
+    """Register ``env_id`` with gymnax's registry.
+
+    Args:
+        env_id: id such as ``"Aerial-Hover-v0"``; must be new.
+        entry_point: ``"package.module:Class"`` (imported lazily at ``make``) or a factory.
+        **default_kwargs: constructor arguments baked into this id (e.g. a grid size).
+    """
+    if isinstance(entry_point, str):
+        factory = _lazy_factory(entry_point, default_kwargs)
+    else:
+        factory = entry_point
+        if default_kwargs:
+            base = entry_point
+
+            def factory(**kwargs: Any) -> Any:
+                return base(**{**default_kwargs, **kwargs})
+
+    gymnax.register(env_id, factory)
+    _HORDAX_IDS.append(env_id)
+
+
+def registered_envs(include_gymnax: bool = False) -> list[str]:
+    """Ids that :func:`make` accepts: hordax's own, plus gymnax's built-ins if asked."""
+    if include_gymnax:
+        return list(gx_registration.registered_envs)
+    return list(_HORDAX_IDS)
+
+
+def _split_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict, dict]:
+    """Split ``kwargs`` into constructor arguments and the rest (params overrides)."""
+    target = factory
+    entry = getattr(factory, "entry_point", None)
+    if entry is not None:
+        module_name, _, attr = entry.partition(":")
+        target = getattr(importlib.import_module(module_name), attr)
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return {}, dict(kwargs)
+    names = set(sig.parameters)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        names = set(kwargs)  # the constructor takes everything
+    ctor = {k: v for k, v in kwargs.items() if k in names}
+    rest = {k: v for k, v in kwargs.items() if k not in names}
+    return ctor, rest
+
+
+def make(env_id: str, params: dict[str, Any] | None = None, **kwargs: Any) -> tuple[Any, Any]:
+    """Build an environment and its params.
+
+    Args:
+        env_id: a hordax id or any gymnax id (``"CartPole-v1"``, ``"Pendulum-v1"``, ...).
+        params: overrides for fields of ``env.default_params``.
+        **kwargs: constructor arguments; a keyword the constructor does not take is
+            treated as a params field, so ``make("CartPole-v1", gravity=12.0)`` works.
+
+    Returns:
+        ``(env, params)``; params are validated on the host (``ValueError`` naming the
+        field, the value and what is allowed).
+    """
+    registry = gx_registration._registry  # gymnax exposes no public lookup
+    if env_id not in registry:
+        close = difflib.get_close_matches(str(env_id), list(registry), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownEnvError(
+            f"env={env_id!r} is not a registered environment{hint} "
+            "(hordax.registered_envs(include_gymnax=True) lists them all)"
+        )
+    ctor_kwargs, param_kwargs = _split_kwargs(registry[env_id], kwargs)
+    env, env_params = gymnax.make(env_id, **ctor_kwargs)
+    overrides = {**param_kwargs, **(params or {})}
+    if overrides:
+        env_params = replace_params(env_params, overrides, env_id)
+    validate = getattr(env, "validate_params", None)
+    if callable(validate):
+        validate(env_params)
+    return env, env_params
+
+
+def replace_params(env_params: Any, overrides: dict[str, Any], env_id: str = "env") -> Any:
+    """Return ``env_params`` with ``overrides`` set, naming any unknown field."""
+    fields = {f.name for f in dataclasses.fields(env_params)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(
+            f"{env_id}: unknown params field(s) {unknown}; allowed: {sorted(fields)}"
+        )
+    return env_params.replace(**overrides)

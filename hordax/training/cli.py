@@ -1,0 +1,121 @@
+"""The ``hordax`` command (the only module that imports hydra).
+
+    hordax train env=CartPole-v1 agent=ppo trainer.total_env_steps=500000 seed=3
+
+Bad input gets one line on stderr naming the key, the value and what is allowed, and a
+non-zero exit code (2 for hordax's own checks, 1 for hydra's composition errors). The
+last line on stdout is one JSON object summarizing the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+USAGE = """usage: hordax train [hydra overrides ...]
+
+  hordax train                                   PPO on CartPole-v1 (default config)
+  hordax train env=Pendulum-v1                   any registered hordax or gymnax id
+  hordax train agent.learning_rate=1e-3 seed=3   any config key (see configs/)
+  hordax train logger=wandb                      Weights & Biases, offline by default
+  hordax train --cfg job                         print the composed config
+"""
+
+
+def config_dir() -> Path:
+    """``$HORDAX_CONFIG_DIR``, else the repository's ``configs/`` beside the package."""
+    env = os.environ.get("HORDAX_CONFIG_DIR")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "configs"
+    if not (path / "train.yaml").is_file():
+        raise SystemExit(f"hordax: error: no train.yaml in config dir {path} "
+                         "(set HORDAX_CONFIG_DIR or install hordax with `pip install -e .`)")
+    return path
+
+
+def _register_schemas() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    from hordax.agents.ppo.config import PPOConfig
+    from hordax.training.config import EnvConfig, LoggerConfig, OnPolicyTrainerConfig, TrainConfig
+
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    cs.store(group="env", name="env_schema", node=EnvConfig)
+    cs.store(group="agent", name="ppo_schema", node=PPOConfig)
+    cs.store(group="trainer", name="on_policy_schema", node=OnPolicyTrainerConfig)
+    cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+
+
+def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
+    """``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>``."""
+    out = []
+    for arg in args:
+        if arg.startswith("env=") and not (cfg_dir / "env" / f"{arg[4:]}.yaml").is_file():
+            out += ["env=_generic", f"env.id={arg[4:]}"]
+        else:
+            out.append(arg)
+    return out
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f"hordax: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _train_task(dict_cfg) -> None:
+    """The hydra task: DictConfig -> dataclasses -> validate -> make env -> train."""
+    import dataclasses
+
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from hordax.envs.registry import make
+    from hordax.training.config import ConfigError, validate
+    from hordax.training.run import train_and_log
+
+    try:
+        cfg = OmegaConf.to_object(dict_cfg)
+    except Exception as e:  # missing mandatory values and the like
+        _fail(str(e).splitlines()[0])
+    run_dir = HydraConfig.get().runtime.output_dir
+    cfg = dataclasses.replace(cfg, run_dir=run_dir)
+    try:
+        resolved = validate(cfg)
+    except ConfigError as e:
+        _fail(str(e))
+    try:
+        env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
+    except (ValueError, TypeError) as e:
+        _fail(str(e))
+    with open(os.path.join(run_dir, "config.yaml"), "w") as f:
+        f.write(OmegaConf.to_yaml(dict_cfg, resolve=True))
+    try:
+        summary = train_and_log(cfg, env, env_params, resolved)
+    except ValueError as e:  # e.g. a shape the agent cannot handle
+        _fail(str(e))
+    print(json.dumps(summary), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``hordax`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        raise SystemExit(0 if argv else 2)
+    command, rest = argv[0], argv[1:]
+    if command != "train":
+        _fail(f"unknown command {command!r}; allowed: train\n{USAGE}")
+
+    import hydra
+
+    cfg_dir = config_dir()
+    _register_schemas()
+    task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name="train")(_train_task)
+    sys.argv = [f"hordax {command}", *rewrite_env_override(rest, cfg_dir)]
+    task()
+
+
+if __name__ == "__main__":
+    main()

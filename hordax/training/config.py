@@ -1,0 +1,121 @@
+"""Typed run configuration (the hydra schemas) and host-side validation.
+
+The CLI composes YAML from ``configs/`` onto these dataclasses, so a typo or a wrong type
+fails at start-up naming the key; :func:`validate` then checks ranges and relations and
+:func:`resolve` computes derived sizes. Library code receives these dataclasses, never a
+hydra ``DictConfig``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from hordax.agents.ppo.config import PPOConfig, validate_ppo
+
+
+class ConfigError(ValueError):
+    """A configuration value is out of range; the message names key, value and the rule."""
+
+
+@dataclass
+class EnvConfig:
+    id: str = "CartPole-v1"
+    """Registered env id (hordax or gymnax)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Constructor arguments (static config: sizes, modes)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Overrides of fields of the env's default params."""
+
+
+@dataclass
+class OnPolicyTrainerConfig:
+    name: str = "on_policy"
+    num_envs: int = 4
+    """Parallel environments (the batch axis)."""
+    rollout_length: int = 128
+    """Steps per env per update."""
+    total_env_steps: int = 500_000
+    """Env steps in the run; rounded up to whole chunks of whole updates."""
+    num_chunks: int = 20
+    """Host round-trips: progress, logging (and later checkpoints) happen between chunks."""
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "stdout"
+    """'stdout' (local files only) or 'wandb'."""
+    project: str = "hordax"
+    """wandb project."""
+    mode: str = "offline"
+    """wandb mode: offline (default, no network), online or disabled."""
+
+
+@dataclass
+class TrainConfig:
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: PPOConfig = field(default_factory=PPOConfig)
+    trainer: OnPolicyTrainerConfig = field(default_factory=OnPolicyTrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    seed: int = 0
+    """Seed of the run's single ``jax.random.key``."""
+    run_dir: str = ""
+    """Where the run writes config, metrics and params ('' = no files)."""
+    progress: bool = True
+    """Show a live progress bar on stderr."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Sizes derived from a validated config."""
+
+    num_updates: int
+    chunk_updates: int
+    num_chunks: int
+    steps_per_update: int
+
+    @property
+    def env_steps(self) -> int:
+        return self.num_updates * self.steps_per_update
+
+
+AGENTS = ("ppo",)
+LOGGERS = ("stdout", "wandb")
+
+
+def _need(ok: bool, key: str, value: object, rule: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}={value}: {rule}")
+
+
+def validate(cfg: TrainConfig) -> Resolved:
+    """Check ranges and relations on the host; return the derived sizes."""
+    _need(cfg.agent.name in AGENTS, "agent", cfg.agent.name, f"allowed values are {list(AGENTS)}")
+    tr = cfg.trainer
+    _need(tr.num_envs >= 1, "trainer.num_envs", tr.num_envs, "must be an integer >= 1")
+    _need(tr.rollout_length >= 1, "trainer.rollout_length", tr.rollout_length,
+          "must be an integer >= 1")
+    _need(tr.num_chunks >= 1, "trainer.num_chunks", tr.num_chunks, "must be an integer >= 1")
+    steps_per_update = tr.num_envs * tr.rollout_length
+    _need(tr.total_env_steps >= steps_per_update, "trainer.total_env_steps", tr.total_env_steps,
+          f"must be >= one update, num_envs * rollout_length = {steps_per_update}")
+    _need(cfg.logger.name in LOGGERS, "logger", cfg.logger.name, f"allowed values are {list(LOGGERS)}")
+    _need(cfg.logger.mode in ("offline", "online", "disabled"), "logger.mode", cfg.logger.mode,
+          "allowed values are ['offline', 'online', 'disabled']")
+    _need(0 <= cfg.seed < 2**63, "seed", cfg.seed, "must be an integer in [0, 2**63)")
+    try:
+        validate_ppo(cfg.agent, batch_size=steps_per_update)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return resolve(cfg)
+
+
+def resolve(cfg: TrainConfig) -> Resolved:
+    """Derive update and chunk counts (no device queries here)."""
+    tr = cfg.trainer
+    steps_per_update = tr.num_envs * tr.rollout_length
+    requested = max(1, tr.total_env_steps // steps_per_update)
+    chunk_updates = math.ceil(requested / min(tr.num_chunks, requested))
+    num_chunks = math.ceil(requested / chunk_updates)
+    return Resolved(chunk_updates * num_chunks, chunk_updates, num_chunks, steps_per_update)

@@ -1,0 +1,125 @@
+"""The on-policy (PPO) trainer: ``train(key)`` is one jit of nested scans.
+
+    update = rollout scan -> V(final_observation) -> GAE -> agent.update (epochs x minibatches)
+    train(key) = lax.scan(update, init(key), length=num_updates)
+
+The host may instead call :meth:`OnPolicyTrainer.run_chunk` repeatedly (same result) to
+show progress and log between chunks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from hordax.agents.ppo import PPOBatch, make_agent
+from hordax.envs.core import is_multi_agent
+from hordax.envs.wrappers import ClipAction, LogEpisode, NormalizeObservation, NormalizeReward, VecEnv
+from hordax.training.config import OnPolicyTrainerConfig, Resolved, resolve
+from hordax.training.estimators import compute_gae
+from hordax.training.rollout import rollout
+
+
+@struct.dataclass
+class TrainState:
+    """Everything a run carries between updates (a pytree; checkpointable)."""
+
+    agent: Any  # agent state (params, optimizer state)
+    env_state: Any  # batch env state, wrapper statistics included
+    obs: Any  # [B, *obs_shape] current observations
+    key: jax.Array
+    update_idx: jax.Array  # i32 []: updates done
+
+
+def make_env_stack(env: Any, agent_cfg: Any, num_envs: int) -> Any:
+    """The canonical wrapper stack for training (see ``hordax.envs.wrappers``)."""
+    batch_env = VecEnv(LogEpisode(ClipAction(env)), num_envs)
+    if agent_cfg.normalize_obs:
+        batch_env = NormalizeObservation(batch_env)
+    if agent_cfg.normalize_reward:
+        batch_env = NormalizeReward(batch_env, gamma=agent_cfg.gamma)
+    return batch_env
+
+
+def episode_metrics(info: dict) -> dict[str, jax.Array]:
+    """Sums over a rollout of finished-episode statistics (mean = sum / count on the host)."""
+    log = info["log"]
+    done = log["episode_done"]
+    out = {
+        "episode_count": jnp.sum(done.astype(jnp.float32)),
+        "episode_return_sum": jnp.sum(jnp.where(done, log["episode_return"], 0.0)),
+        "episode_length_sum": jnp.sum(jnp.where(done, log["episode_length"], 0)).astype(jnp.float32),
+    }
+    for name, value in info.get("metrics", {}).items():
+        out[f"task/{name}_sum"] = jnp.sum(jnp.where(done, value, 0.0)).astype(jnp.float32)
+    return out
+
+
+class OnPolicyTrainer:
+    """PPO on a (single-agent) environment.
+
+    Args:
+        trainer_cfg: batch and budget sizes.
+        agent_cfg: PPO hyperparameters.
+        env, env_params: the raw environment and its params (wrapped here).
+        resolved: derived sizes; computed from ``trainer_cfg`` when omitted.
+    """
+
+    def __init__(self, trainer_cfg: OnPolicyTrainerConfig, agent_cfg: Any, env: Any,
+                 env_params: Any, resolved: Resolved | None = None):
+        if is_multi_agent(env):
+            raise NotImplementedError("the PPO trainer supports single-agent envs for now")
+        self.cfg = trainer_cfg
+        self.agent_cfg = agent_cfg
+        self.resolved = resolved or _resolve_sizes(trainer_cfg)
+        self.env_params = env_params
+        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
+        obs_shape = env.observation_space(env_params).shape
+        self.agent = make_agent(agent_cfg, obs_shape, env.action_space(env_params),
+                                self.resolved.num_updates)
+
+    def init(self, key: jax.Array) -> TrainState:
+        key, key_agent, key_env = jax.random.split(key, 3)
+        obs, env_state = self.env.reset(key_env, self.env_params)
+        return TrainState(self.agent.init(key_agent), env_state, obs, key, jnp.int32(0))
+
+    def update(self, state: TrainState) -> tuple[TrainState, dict]:
+        """One rollout and one PPO update."""
+        cfg, acfg, agent = self.cfg, self.agent_cfg, self.agent
+        key, key_rollout, key_update = jax.random.split(state.key, 3)
+        env_state, obs, tr = rollout(self.env, self.env_params, agent, state.agent,
+                                     state.env_state, state.obs, key_rollout, cfg.rollout_length)
+        T, B = tr.reward.shape
+        flat = lambda x: x.reshape((T * B, *x.shape[2:]))  # noqa: E731
+        # Bootstrap through truncation: V of the true next state, final_observation.
+        next_value = agent.value(state.agent, flat(tr.next_obs)).reshape((T, B))
+        advantage, target = compute_gae(tr.reward, tr.extras["value"], next_value,
+                                        tr.terminated, tr.truncated, acfg.gamma, acfg.gae_lambda)
+        batch = PPOBatch(flat(tr.obs), flat(tr.action), flat(tr.extras["log_prob"]),
+                         flat(tr.extras["value"]), flat(advantage), flat(target))
+        agent_state, losses = agent.update(state.agent, batch, key_update)
+        metrics = {**losses, **episode_metrics(tr.info)}
+        new_state = TrainState(agent_state, env_state, obs, key, state.update_idx + 1)
+        return new_state, metrics
+
+    def run_chunk(self, state: TrainState, num_updates: int) -> tuple[TrainState, dict]:
+        """``num_updates`` updates in one scan; metrics stacked ``[num_updates]``."""
+        return jax.lax.scan(lambda s, _: self.update(s), state, None, length=num_updates)
+
+    def train(self, key: jax.Array) -> tuple[TrainState, dict]:
+        """The whole run: pure, jittable and vmappable over keys."""
+        return self.run_chunk(self.init(key), self.resolved.num_updates)
+
+
+def _resolve_sizes(trainer_cfg: OnPolicyTrainerConfig) -> Resolved:
+    from hordax.training.config import TrainConfig
+
+    return resolve(TrainConfig(trainer=trainer_cfg))
+
+
+def make_train(trainer_cfg: OnPolicyTrainerConfig, agent_cfg: Any, env: Any, env_params: Any):
+    """``train(key) -> (final TrainState, metrics [num_updates])`` (PureJaxRL shape)."""
+    return OnPolicyTrainer(trainer_cfg, agent_cfg, env, env_params).train

@@ -1,0 +1,51 @@
+"""Collect a rollout from a batch env with an agent (one ``lax.scan``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+from flax import struct
+
+
+@struct.dataclass
+class Transition:
+    """One step of a batch of envs; after the rollout scan every leaf is ``[T, B, ...]``."""
+
+    obs: Any  # observation the action was chosen on
+    action: jax.Array
+    reward: jax.Array  # f32
+    terminated: jax.Array  # bool
+    truncated: jax.Array  # bool
+    next_obs: Any  # info["final_observation"]: the true s_{t+1}, also at episode ends
+    extras: dict  # agent extras (log_prob, value, ...)
+    info: dict  # env info without final_observation (log, metrics, ...)
+
+
+def rollout(
+    env: Any, env_params: Any, agent: Any, agent_state: Any, env_state: Any, obs: Any,
+    key: jax.Array, length: int,
+) -> tuple[Any, Any, Transition]:
+    """Run ``length`` steps of the batch env ``env`` with ``agent.act``.
+
+    Returns ``(env_state, obs, transitions)`` with transitions ``[length, B, ...]``.
+    """
+
+    def step(carry, key_t):
+        env_state, obs = carry
+        key_act, key_env = jax.random.split(key_t)
+        action, extras = agent.act(agent_state, obs, key_act)
+        next_obs, env_state, reward, terminated, truncated, info = env.step(
+            key_env, env_state, action, env_params
+        )
+        info = dict(info)
+        final_obs = info.pop("final_observation")
+        for k in ("terminated", "truncated"):
+            info.pop(k, None)
+        tr = Transition(obs, action, reward, terminated, truncated, final_obs, extras, info)
+        return (env_state, next_obs), tr
+
+    (env_state, obs), transitions = jax.lax.scan(
+        step, (env_state, obs), jax.random.split(key, length)
+    )
+    return env_state, obs, transitions
