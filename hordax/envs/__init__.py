@@ -7,6 +7,8 @@ imported lazily by :func:`make`.
 from hordax.envs.core import EnvParams, EnvState, Environment, MultiAgentEnvironment
 from hordax.envs.registry import UnknownEnvError, make, register, registered_envs
 
+from hordax.envs import _register  # noqa: F401, E402  (registers hordax ids, lazily)
+
 
 def to_gymnasium(env, num_envs: int = 1, seed: int | None = None, **make_kwargs):
     """A ``gymnasium.vector.VectorEnv`` over a hordax/gymnax env (see ``gymnasium_adapter``)."""

@@ -9,6 +9,7 @@ last line on stdout is one JSON object summarizing the run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -49,19 +50,88 @@ def _register_schemas() -> None:
 
 
 def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
-    """``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>``."""
+    """Make env overrides work for every registered id and every params field.
+
+    - ``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>``;
+    - ``env.params.<f>=v`` / ``env.kwargs.<k>=v`` -> ``++...`` (add or override: these
+      dicts are open, their keys are checked against the env by ``hordax.make``).
+    """
     out = []
     for arg in args:
         if arg.startswith("env=") and not (cfg_dir / "env" / f"{arg[4:]}.yaml").is_file():
             out += ["env=_generic", f"env.id={arg[4:]}"]
+        elif arg.startswith(("env.params.", "env.kwargs.")):
+            out.append(f"++{arg}")
         else:
             out.append(arg)
     return out
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2, run_dir: str | None = None) -> None:
+    if run_dir and os.path.isdir(run_dir):
+        _remove_empty_run_dir(run_dir)
     print(f"hordax: error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def _remove_empty_run_dir(run_dir: str) -> None:
+    """A run that failed before training leaves no directory behind (only hydra's files)."""
+    import shutil
+
+    if not set(os.listdir(run_dir)) <= {".hydra", "config.yaml"}:
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    # Also the now-empty runs/<env>/<agent> folders, but never the working directory or
+    # anything outside it.
+    cwd = Path.cwd().resolve()
+    parent = Path(run_dir).resolve().parent
+    while parent != cwd and cwd in parent.parents:
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # fails (and stops) if not empty
+        if parent.exists():
+            break
+        parent = parent.parent
+
+
+def _allowed_keys(cfg_dir: Path, dotted: str) -> list[str]:
+    """Keys of the node that holds ``dotted`` in the default composed config."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        node = compose("train")
+    for part in dotted.split(".")[:-1]:
+        node = node.get(part) if hasattr(node, "get") else None
+        if node is None:
+            return []
+    return sorted(node.keys()) if hasattr(node, "keys") else []
+
+
+def precheck_overrides(overrides: list[str], cfg_dir: Path) -> None:
+    """Compose once with hydra's compose API; turn its errors into one-line messages."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException, MissingConfigException
+    from hydra.errors import OverrideParseException
+
+    overrides = [o for o in overrides if not o.startswith(("-", "hydra.", "+hydra."))]
+    try:
+        with initialize_config_dir(str(cfg_dir), version_base=None):
+            compose("train", overrides=overrides)
+    except MissingConfigException as e:
+        group = (e.missing_cfg_file or "").split("/")[0]
+        choice = next((o for o in overrides if o.startswith(f"{group}=")), group)
+        options = [o for o in (e.options or []) if not o.endswith("_schema") and o != "_generic"]
+        _fail(f"{choice}: allowed values are {options}", code=2)
+    except OverrideParseException as e:
+        _fail(str(e).splitlines()[0] + " (overrides look like key=value)", code=2)
+    except ConfigCompositionException as e:
+        cause = e.__cause__
+        key = getattr(cause, "full_key", None) or "?"
+        arg = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
+        first = str(cause).splitlines()[0] if cause else str(e).splitlines()[0]
+        if type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
+            allowed = _allowed_keys(cfg_dir, key)
+            _fail(f"{arg}: unknown key {key!r}; allowed keys here: {allowed}", code=2)
+        _fail(f"{arg}: {first}", code=2)
 
 
 def _train_task(dict_cfg) -> None:
@@ -75,20 +145,20 @@ def _train_task(dict_cfg) -> None:
     from hordax.training.config import ConfigError, validate
     from hordax.training.run import train_and_log
 
+    run_dir = HydraConfig.get().runtime.output_dir
     try:
         cfg = OmegaConf.to_object(dict_cfg)
     except Exception as e:  # missing mandatory values and the like
-        _fail(str(e).splitlines()[0])
-    run_dir = HydraConfig.get().runtime.output_dir
+        _fail(str(e).splitlines()[0], run_dir=run_dir)
     cfg = dataclasses.replace(cfg, run_dir=run_dir)
     try:
         resolved = validate(cfg)
     except ConfigError as e:
-        _fail(str(e))
+        _fail(str(e), run_dir=run_dir)
     try:
         env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
     except (ValueError, TypeError) as e:
-        _fail(str(e))
+        _fail(str(e), run_dir=run_dir)
     with open(os.path.join(run_dir, "config.yaml"), "w") as f:
         f.write(OmegaConf.to_yaml(dict_cfg, resolve=True))
     try:
@@ -112,8 +182,10 @@ def main(argv: list[str] | None = None) -> None:
 
     cfg_dir = config_dir()
     _register_schemas()
+    overrides = rewrite_env_override(rest, cfg_dir)
+    precheck_overrides(overrides, cfg_dir)
     task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name="train")(_train_task)
-    sys.argv = [f"hordax {command}", *rewrite_env_override(rest, cfg_dir)]
+    sys.argv = [f"hordax {command}", *overrides]
     task()
 
 

@@ -1,0 +1,6 @@
+"""Registration of hordax's own environments (lazy entry points: no family is imported)."""
+
+from hordax.envs.registry import register
+
+register("Debug-PointMass-v0", "hordax.envs.debug.point_mass:PointMass")
+register("Debug-MultiPointMass-v0", "hordax.envs.debug.multi_point_mass:MultiPointMass")

@@ -1,0 +1,133 @@
+"""`hordax train`: one-line errors for bad input, the JSON summary line, run files, learning.
+
+Error cases run in-process (hydra composes in ~0.1 s); the end-to-end runs use a
+subprocess, as a user would.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hordax.training.cli import main
+
+SUMMARY_KEYS = {"env", "agent", "seed", "env_steps", "wall_s", "compile_s", "sps", "final_return",
+                "params_checksum", "metrics"}
+
+
+BAD_INPUT = [
+    (["env=Nope-v0"], "env='Nope-v0' is not a registered environment"),
+    (["env=CartPol-v1"], "did you mean CartPole-v1"),
+    (["agent=sac"], "agent=sac: allowed values are ['ppo']"),
+    (["logger=x"], "logger=x: allowed values are ['stdout', 'wandb']"),
+    (["trainer.num_envs=0"], "trainer.num_envs=0: must be an integer >= 1"),
+    (["agent.learning_rate=-0.1"], "agent.learning_rate=-0.1: must be a finite number > 0"),
+    (["agent.gamma=2"], "agent.gamma=2.0: must be in [0, 1]"),
+    (["agent.num_minibatches=3"], "agent.num_minibatches=3: must divide the batch"),
+    (["trainer.total_env_steps=10"], "trainer.total_env_steps=10: must be >= one update"),
+    (["trainer.num_envs=abc"], "trainer.num_envs=abc: Value 'abc' of type 'str' could not be"),
+    (["trainer.num_envz=3"], "trainer.num_envz=3: unknown key 'trainer.num_envz'; allowed keys"),
+    (["agent.network.torso=rnn"], "agent.network.torso='rnn': allowed values are 'mlp', 'cnn'"),
+    (["env.params.gravty=1"], "unknown params field(s) ['gravty']"),
+    (["env=Debug-PointMass-v0", "env.params.dt=-1"], "params.dt=-1: must be finite and > 0"),
+    (["seed=-1"], "seed=-1: must be an integer in [0, 2**63)"),
+    (["trainer.num_envs"], "Error parsing override 'trainer.num_envs'"),
+]
+
+# Runs every bad-input case through the real `main` in ONE fresh process (hydra's main does
+# not coexist with pytest's output capture), with stderr captured per case.
+_DRIVER = """
+import contextlib, io, json, sys
+from hordax.training.cli import main
+out = []
+for args in json.loads(sys.argv[1]):
+    buf, code = io.StringIO(), 0
+    with contextlib.redirect_stderr(buf):
+        try:
+            main(["train", "progress=false", *args])
+        except SystemExit as e:
+            code = e.code
+    out.append({"code": code, "stderr": buf.getvalue()})
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def bad_input_results(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("cli_errors")
+    cases = json.dumps([args for args, _ in BAD_INPUT])
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, cases], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    return cwd, dict(zip([tuple(a) for a, _ in BAD_INPUT], results, strict=True))
+
+
+@pytest.mark.parametrize("args,expected", BAD_INPUT)
+def test_cli__bad_input_gives_one_line_error_and_nonzero_exit(bad_input_results, args, expected):
+    """Exit code 2, a single 'hordax: error:' line naming key and value, no run dir left."""
+    cwd, results = bad_input_results
+    res = results[tuple(args)]
+    err = res["stderr"].strip()
+    assert res["code"] == 2, res
+    assert err.startswith("hordax: error: ") and len(err.splitlines()) == 1, err
+    assert expected in err
+    assert not any((cwd / "runs").rglob("*.yaml")) if (cwd / "runs").exists() else True
+
+
+def test_cli__process_exit_code_and_help():
+    """As a process: a bad value exits 2 with one stderr line; --help exits 0."""
+    bad = subprocess.run([sys.executable, "-m", "hordax.training.cli", "train",
+                          "trainer.num_envs=0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "hordax: error: trainer.num_envs=0: must be an integer >= 1")
+    assert bad.stdout == ""
+    with pytest.raises(SystemExit) as exc:
+        main(["trian"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+
+
+def _run_cli(args, cwd, timeout=400):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("XLA_FLAGS", None)  # the CLI's own device setup, as a user would get it
+    proc = subprocess.run([sys.executable, "-m", "hordax.training.cli", "train", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert SUMMARY_KEYS <= set(summary)
+    return summary, proc
+
+
+def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path):
+    """The last stdout line is the JSON summary; the run dir has config, metrics, params."""
+    summary, proc = _run_cli(["env=Debug-PointMass-v0", "trainer.total_env_steps=4096",
+                              "trainer.num_chunks=2", "logger=wandb", "seed=4"], tmp_path)
+    run_dir = Path(summary["run_dir"])
+    assert {"config.yaml", "metrics.jsonl", "params.msgpack", "summary.json"} <= {
+        p.name for p in run_dir.iterdir()}
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["chunk"] for r in rows] == [0, 1] and rows[-1]["env_steps"] == summary["env_steps"]
+    assert summary["seed"] == 4 and summary["env"] == "Debug-PointMass-v0"
+    assert set(summary["metrics"]) == {"success", "distance"}  # from info["metrics"]
+    assert any((run_dir / "wandb").glob("offline-run-*")), "wandb must log offline"
+    assert "id: Debug-PointMass-v0" in (run_dir / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_cli__default_cartpole_reaches_475(tmp_path):
+    """`hordax train env=CartPole-v1 agent=ppo` with its default config solves CartPole."""
+    summary, _ = _run_cli(["env=CartPole-v1", "agent=ppo", "progress=false"], tmp_path)
+    assert summary["final_return"] >= 475, summary
+
+
+@pytest.mark.slow
+def test_cli__default_pendulum_reaches_minus_250(tmp_path):
+    """`hordax train env=Pendulum-v1` with its default (tuned) config reaches >= -250."""
+    summary, _ = _run_cli(["env=Pendulum-v1", "progress=false"], tmp_path)
+    assert summary["final_return"] >= -250, summary
