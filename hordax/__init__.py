@@ -1,7 +1,7 @@
 """hordax: thousands of RL environments on one accelerator, trained in one jitted program.
 
-    import hordax
-    env, params = hordax.make("CartPole-v1")
+import hordax
+env, params = hordax.make("CartPole-v1")
 """
 
 from hordax.envs import make, register, registered_envs, to_gymnasium

@@ -41,9 +41,13 @@ def validate_network(cfg: NetworkConfig, prefix: str = "agent.network") -> None:
             f"{prefix}.activation={cfg.activation!r}: allowed values are {sorted(ACTIVATIONS)}"
         )
     if not cfg.hidden_sizes or any(int(h) < 1 for h in cfg.hidden_sizes):
-        raise ValueError(f"{prefix}.hidden_sizes={list(cfg.hidden_sizes)}: need >= 1 layer, each >= 1")
+        raise ValueError(
+            f"{prefix}.hidden_sizes={list(cfg.hidden_sizes)}: need >= 1 layer, each >= 1"
+        )
     if cfg.torso == "cnn" and (not cfg.conv_features or any(int(c) < 1 for c in cfg.conv_features)):
-        raise ValueError(f"{prefix}.conv_features={list(cfg.conv_features)}: need >= 1 layer, each >= 1")
+        raise ValueError(
+            f"{prefix}.conv_features={list(cfg.conv_features)}: need >= 1 layer, each >= 1"
+        )
 
 
 class MLP(nn.Module):
@@ -75,8 +79,14 @@ class CNN(nn.Module):
             x = x[..., None]
         act = ACTIVATIONS[self.activation]
         for features in self.conv_features:
-            x = act(nn.Conv(features, (3, 3), padding="SAME",
-                            kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+            x = act(
+                nn.Conv(
+                    features,
+                    (3, 3),
+                    padding="SAME",
+                    kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
+                )(x)
+            )
         return MLP(self.hidden_sizes, self.activation)(x)
 
 

@@ -75,9 +75,7 @@ class Environment(gx_env.Environment, Generic[TEnvState, TEnvParams]):
         """Check user-supplied params on the host; raise ``ValueError`` naming the field."""
         steps = getattr(params, "max_steps_in_episode", None)
         if steps is not None and int(jnp.min(jnp.asarray(steps))) < 1:
-            raise ValueError(
-                f"params.max_steps_in_episode={steps}: must be an integer >= 1"
-            )
+            raise ValueError(f"params.max_steps_in_episode={steps}: must be an integer >= 1")
 
 
 class MultiAgentEnvironment(Environment[TEnvState, TEnvParams]):

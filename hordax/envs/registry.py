@@ -126,7 +126,5 @@ def replace_params(env_params: Any, overrides: dict[str, Any], env_id: str = "en
     fields = {f.name for f in dataclasses.fields(env_params)}
     unknown = sorted(set(overrides) - fields)
     if unknown:
-        raise ValueError(
-            f"{env_id}: unknown params field(s) {unknown}; allowed: {sorted(fields)}"
-        )
+        raise ValueError(f"{env_id}: unknown params field(s) {unknown}; allowed: {sorted(fields)}")
     return env_params.replace(**overrides)

@@ -30,8 +30,10 @@ def config_dir() -> Path:
     env = os.environ.get("HORDAX_CONFIG_DIR")
     path = Path(env) if env else Path(__file__).resolve().parents[2] / "configs"
     if not (path / "train.yaml").is_file():
-        raise SystemExit(f"hordax: error: no train.yaml in config dir {path} "
-                         "(set HORDAX_CONFIG_DIR or install hordax with `pip install -e .`)")
+        raise SystemExit(
+            f"hordax: error: no train.yaml in config dir {path} "
+            "(set HORDAX_CONFIG_DIR or install hordax with `pip install -e .`)"
+        )
     return path
 
 
@@ -109,8 +111,11 @@ def _allowed_keys(cfg_dir: Path, dotted: str) -> list[str]:
 def precheck_overrides(overrides: list[str], cfg_dir: Path) -> None:
     """Compose once with hydra's compose API; turn its errors into one-line messages."""
     from hydra import compose, initialize_config_dir
-    from hydra.errors import ConfigCompositionException, MissingConfigException
-    from hydra.errors import OverrideParseException
+    from hydra.errors import (
+        ConfigCompositionException,
+        MissingConfigException,
+        OverrideParseException,
+    )
 
     overrides = [o for o in overrides if not o.startswith(("-", "hydra.", "+hydra."))]
     try:

@@ -94,15 +94,29 @@ def validate(cfg: TrainConfig) -> Resolved:
     _need(cfg.agent.name in AGENTS, "agent", cfg.agent.name, f"allowed values are {list(AGENTS)}")
     tr = cfg.trainer
     _need(tr.num_envs >= 1, "trainer.num_envs", tr.num_envs, "must be an integer >= 1")
-    _need(tr.rollout_length >= 1, "trainer.rollout_length", tr.rollout_length,
-          "must be an integer >= 1")
+    _need(
+        tr.rollout_length >= 1,
+        "trainer.rollout_length",
+        tr.rollout_length,
+        "must be an integer >= 1",
+    )
     _need(tr.num_chunks >= 1, "trainer.num_chunks", tr.num_chunks, "must be an integer >= 1")
     steps_per_update = tr.num_envs * tr.rollout_length
-    _need(tr.total_env_steps >= steps_per_update, "trainer.total_env_steps", tr.total_env_steps,
-          f"must be >= one update, num_envs * rollout_length = {steps_per_update}")
-    _need(cfg.logger.name in LOGGERS, "logger", cfg.logger.name, f"allowed values are {list(LOGGERS)}")
-    _need(cfg.logger.mode in ("offline", "online", "disabled"), "logger.mode", cfg.logger.mode,
-          "allowed values are ['offline', 'online', 'disabled']")
+    _need(
+        tr.total_env_steps >= steps_per_update,
+        "trainer.total_env_steps",
+        tr.total_env_steps,
+        f"must be >= one update, num_envs * rollout_length = {steps_per_update}",
+    )
+    _need(
+        cfg.logger.name in LOGGERS, "logger", cfg.logger.name, f"allowed values are {list(LOGGERS)}"
+    )
+    _need(
+        cfg.logger.mode in ("offline", "online", "disabled"),
+        "logger.mode",
+        cfg.logger.mode,
+        "allowed values are ['offline', 'online', 'disabled']",
+    )
     _need(0 <= cfg.seed < 2**63, "seed", cfg.seed, "must be an integer in [0, 2**63)")
     try:
         validate_ppo(cfg.agent, batch_size=steps_per_update)

@@ -44,7 +44,5 @@ def compute_gae(
         adv = delta_t + gamma * gae_lambda * not_done_t * next_adv
         return adv, adv
 
-    _, advantage = jax.lax.scan(
-        backward, jnp.zeros_like(delta[0]), (delta, not_done), reverse=True
-    )
+    _, advantage = jax.lax.scan(backward, jnp.zeros_like(delta[0]), (delta, not_done), reverse=True)
     return advantage, advantage + value

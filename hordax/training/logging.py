@@ -25,8 +25,13 @@ class WandbLogger:
 
         self._wandb = wandb
         cfg = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
-        self._run = wandb.init(project=project, mode=mode, dir=run_dir, config=cfg,
-                               settings=wandb.Settings(silent=True))
+        self._run = wandb.init(
+            project=project,
+            mode=mode,
+            dir=run_dir,
+            config=cfg,
+            settings=wandb.Settings(silent=True),
+        )
 
     def log(self, row: dict[str, Any], step: int) -> None:
         self._run.log(row, step=step)

@@ -17,7 +17,13 @@ from flax import struct
 
 from hordax.agents.ppo import PPOBatch, make_agent
 from hordax.envs.core import is_multi_agent
-from hordax.envs.wrappers import ClipAction, LogEpisode, NormalizeObservation, NormalizeReward, VecEnv
+from hordax.envs.wrappers import (
+    ClipAction,
+    LogEpisode,
+    NormalizeObservation,
+    NormalizeReward,
+    VecEnv,
+)
 from hordax.training.config import OnPolicyTrainerConfig, Resolved, resolve
 from hordax.training.estimators import compute_gae
 from hordax.training.rollout import rollout
@@ -51,7 +57,9 @@ def episode_metrics(info: dict) -> dict[str, jax.Array]:
     out = {
         "episode_count": jnp.sum(done.astype(jnp.float32)),
         "episode_return_sum": jnp.sum(jnp.where(done, log["episode_return"], 0.0)),
-        "episode_length_sum": jnp.sum(jnp.where(done, log["episode_length"], 0)).astype(jnp.float32),
+        "episode_length_sum": jnp.sum(jnp.where(done, log["episode_length"], 0)).astype(
+            jnp.float32
+        ),
     }
     for name, value in info.get("metrics", {}).items():
         out[f"task/{name}_sum"] = jnp.sum(jnp.where(done, value, 0.0)).astype(jnp.float32)
@@ -68,8 +76,14 @@ class OnPolicyTrainer:
         resolved: derived sizes; computed from ``trainer_cfg`` when omitted.
     """
 
-    def __init__(self, trainer_cfg: OnPolicyTrainerConfig, agent_cfg: Any, env: Any,
-                 env_params: Any, resolved: Resolved | None = None):
+    def __init__(
+        self,
+        trainer_cfg: OnPolicyTrainerConfig,
+        agent_cfg: Any,
+        env: Any,
+        env_params: Any,
+        resolved: Resolved | None = None,
+    ):
         if is_multi_agent(env):
             raise NotImplementedError("the PPO trainer supports single-agent envs for now")
         self.cfg = trainer_cfg
@@ -78,8 +92,9 @@ class OnPolicyTrainer:
         self.env_params = env_params
         self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
         obs_shape = env.observation_space(env_params).shape
-        self.agent = make_agent(agent_cfg, obs_shape, env.action_space(env_params),
-                                self.resolved.num_updates)
+        self.agent = make_agent(
+            agent_cfg, obs_shape, env.action_space(env_params), self.resolved.num_updates
+        )
 
     def init(self, key: jax.Array) -> TrainState:
         key, key_agent, key_env = jax.random.split(key, 3)
@@ -90,16 +105,37 @@ class OnPolicyTrainer:
         """One rollout and one PPO update."""
         cfg, acfg, agent = self.cfg, self.agent_cfg, self.agent
         key, key_rollout, key_update = jax.random.split(state.key, 3)
-        env_state, obs, tr = rollout(self.env, self.env_params, agent, state.agent,
-                                     state.env_state, state.obs, key_rollout, cfg.rollout_length)
+        env_state, obs, tr = rollout(
+            self.env,
+            self.env_params,
+            agent,
+            state.agent,
+            state.env_state,
+            state.obs,
+            key_rollout,
+            cfg.rollout_length,
+        )
         T, B = tr.reward.shape
         flat = lambda x: x.reshape((T * B, *x.shape[2:]))  # noqa: E731
         # Bootstrap through truncation: V of the true next state, final_observation.
         next_value = agent.value(state.agent, flat(tr.next_obs)).reshape((T, B))
-        advantage, target = compute_gae(tr.reward, tr.extras["value"], next_value,
-                                        tr.terminated, tr.truncated, acfg.gamma, acfg.gae_lambda)
-        batch = PPOBatch(flat(tr.obs), flat(tr.action), flat(tr.extras["log_prob"]),
-                         flat(tr.extras["value"]), flat(advantage), flat(target))
+        advantage, target = compute_gae(
+            tr.reward,
+            tr.extras["value"],
+            next_value,
+            tr.terminated,
+            tr.truncated,
+            acfg.gamma,
+            acfg.gae_lambda,
+        )
+        batch = PPOBatch(
+            flat(tr.obs),
+            flat(tr.action),
+            flat(tr.extras["log_prob"]),
+            flat(tr.extras["value"]),
+            flat(advantage),
+            flat(target),
+        )
         agent_state, losses = agent.update(state.agent, batch, key_update)
         metrics = {**losses, **episode_metrics(tr.info)}
         new_state = TrainState(agent_state, env_state, obs, key, state.update_idx + 1)

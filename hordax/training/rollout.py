@@ -23,8 +23,14 @@ class Transition:
 
 
 def rollout(
-    env: Any, env_params: Any, agent: Any, agent_state: Any, env_state: Any, obs: Any,
-    key: jax.Array, length: int,
+    env: Any,
+    env_params: Any,
+    agent: Any,
+    agent_state: Any,
+    env_state: Any,
+    obs: Any,
+    key: jax.Array,
+    length: int,
 ) -> tuple[Any, Any, Transition]:
     """Run ``length`` steps of the batch env ``env`` with ``agent.act``.
 

@@ -75,12 +75,20 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     key = jax.random.key(cfg.seed)
     init = jax.jit(trainer.init).lower(key).compile()
     state = init(key)
-    chunk = jax.jit(trainer.run_chunk, static_argnums=1).lower(state, resolved.chunk_updates).compile()
+    chunk = (
+        jax.jit(trainer.run_chunk, static_argnums=1).lower(state, resolved.chunk_updates).compile()
+    )
     compile_s = time.perf_counter() - t_start
 
     metrics_file = open(os.path.join(run_dir, "metrics.jsonl"), "w") if run_dir else None  # noqa: SIM115
-    bar = tqdm(total=resolved.env_steps, unit="step", unit_scale=True, disable=not cfg.progress,
-               dynamic_ncols=True, desc=f"{cfg.env.id} {cfg.agent.name}")
+    bar = tqdm(
+        total=resolved.env_steps,
+        unit="step",
+        unit_scale=True,
+        disable=not cfg.progress,
+        dynamic_ncols=True,
+        desc=f"{cfg.env.id} {cfg.agent.name}",
+    )
     t_run = time.perf_counter()
     row: dict[str, float] = {}
     try:
@@ -89,8 +97,13 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
             metrics = jax.device_get(metrics)  # blocks: timings below are real
             elapsed = time.perf_counter() - t_run
             env_steps = (c + 1) * resolved.chunk_updates * resolved.steps_per_update
-            row = {"chunk": c, "env_steps": env_steps, "wall_s": round(elapsed, 3),
-                   "sps": env_steps / elapsed, **summarize_chunk(metrics)}
+            row = {
+                "chunk": c,
+                "env_steps": env_steps,
+                "wall_s": round(elapsed, 3),
+                "sps": env_steps / elapsed,
+                **summarize_chunk(metrics),
+            }
             if metrics_file:
                 metrics_file.write(json.dumps(row) + "\n")
                 metrics_file.flush()
@@ -117,7 +130,7 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
         "final_return": row.get("episode_return", math.nan),
         "final_episode_length": row.get("episode_length", math.nan),
         "params_checksum": params_checksum(saved),
-        "metrics": {k[len("task/"):]: v for k, v in row.items() if k.startswith("task/")},
+        "metrics": {k[len("task/") :]: v for k, v in row.items() if k.startswith("task/")},
         "run_dir": run_dir,
     }
     if run_dir:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gymnax.environments import spaces
 
-from hordax.agents import distributions as D
+from hordax.agents import distributions as dist
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOBatch, PPOConfig, make_agent, validate_ppo
 from hordax.agents.ppo.losses import policy_loss, value_loss
@@ -18,19 +18,25 @@ def test_gaussian__log_prob_matches_density_and_entropy_matches_monte_carlo():
     mean, log_std = jnp.array([[0.5, -1.0]]), jnp.array([0.3, -0.7])
     x = jnp.array([[1.0, -2.0]])
     std = np.exp(np.asarray(log_std))
-    dens = np.exp(-0.5 * ((np.asarray(x) - np.asarray(mean)) / std) ** 2) / (std * np.sqrt(2 * np.pi))
-    assert float(D.gaussian_log_prob(mean, log_std, x)[0]) == pytest.approx(np.log(dens).sum(), 1e-5)
-    samples = D.gaussian_sample(jax.random.key(0), jnp.repeat(mean, 200_000, 0), log_std)
-    mc = -float(jnp.mean(D.gaussian_log_prob(mean, log_std, samples)))
-    assert float(D.gaussian_entropy(mean, log_std)[0]) == pytest.approx(mc, abs=0.01)
+    dens = np.exp(-0.5 * ((np.asarray(x) - np.asarray(mean)) / std) ** 2) / (
+        std * np.sqrt(2 * np.pi)
+    )
+    assert float(dist.gaussian_log_prob(mean, log_std, x)[0]) == pytest.approx(
+        np.log(dens).sum(), 1e-5
+    )
+    samples = dist.gaussian_sample(jax.random.key(0), jnp.repeat(mean, 200_000, 0), log_std)
+    mc = -float(jnp.mean(dist.gaussian_log_prob(mean, log_std, samples)))
+    assert float(dist.gaussian_entropy(mean, log_std)[0]) == pytest.approx(mc, abs=0.01)
 
 
 def test_categorical__log_prob_entropy_and_sampling_frequencies():
     logits = jnp.array([[1.0, 0.0, -1.0]])
     p = np.exp(logits[0]) / np.exp(logits[0]).sum()
-    assert float(D.categorical_log_prob(logits, jnp.array([2]))[0]) == pytest.approx(np.log(p[2]))
-    assert float(D.categorical_entropy(logits)[0]) == pytest.approx(-(p * np.log(p)).sum(), 1e-5)
-    draws = D.categorical_sample(jax.random.key(1), jnp.repeat(logits, 100_000, 0))
+    assert float(dist.categorical_log_prob(logits, jnp.array([2]))[0]) == pytest.approx(
+        np.log(p[2])
+    )
+    assert float(dist.categorical_entropy(logits)[0]) == pytest.approx(-(p * np.log(p)).sum(), 1e-5)
+    draws = dist.categorical_sample(jax.random.key(1), jnp.repeat(logits, 100_000, 0))
     np.testing.assert_allclose(np.bincount(np.asarray(draws), minlength=3) / 1e5, p, atol=0.01)
 
 
@@ -67,13 +73,17 @@ def test_cnn_torso__acts_on_image_and_grid_observations(obs_shape):
 @pytest.mark.parametrize("space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,))])
 def test_update__raises_probability_of_advantaged_actions(space):
     """One PPO update on a batch where action a* has advantage +1 makes a* more likely."""
-    cfg = PPOConfig(normalize_advantages=False, anneal_lr=False, learning_rate=1e-2,
-                    num_minibatches=2)
+    cfg = PPOConfig(
+        normalize_advantages=False, anneal_lr=False, learning_rate=1e-2, num_minibatches=2
+    )
     agent = make_agent(cfg, (4,), space, num_updates=1)
     state = agent.init(jax.random.key(0))
     obs = jax.random.normal(jax.random.key(1), (64, 4))
-    target_action = jnp.full((64,), 2, jnp.int32) if isinstance(space, spaces.Discrete) \
+    target_action = (
+        jnp.full((64,), 2, jnp.int32)
+        if isinstance(space, spaces.Discrete)
         else jnp.full((64, 2), 0.5)
+    )
     log_prob, _ = agent._log_prob_entropy(state.params["actor"], obs, target_action)
     value = agent.value(state, obs)
     batch = PPOBatch(obs, target_action, log_prob, value, jnp.ones(64), value + 1.0)
@@ -83,13 +93,16 @@ def test_update__raises_probability_of_advantaged_actions(space):
     assert all(np.isfinite(float(v)) for v in metrics.values())
 
 
-@pytest.mark.parametrize("change,match", [
-    (dict(learning_rate=-1e-3), r"agent.learning_rate=-0.001: must be a finite number > 0"),
-    (dict(gamma=1.5), r"agent.gamma=1.5: must be in \[0, 1\]"),
-    (dict(num_minibatches=3), r"agent.num_minibatches=3: must divide the batch .* = 512"),
-    (dict(num_epochs=0), r"agent.num_epochs=0"),
-    (dict(network=NetworkConfig(activation="sigmoid")), r"agent.network.activation='sigmoid'"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        (dict(learning_rate=-1e-3), r"agent.learning_rate=-0.001: must be a finite number > 0"),
+        (dict(gamma=1.5), r"agent.gamma=1.5: must be in \[0, 1\]"),
+        (dict(num_minibatches=3), r"agent.num_minibatches=3: must divide the batch .* = 512"),
+        (dict(num_epochs=0), r"agent.num_epochs=0"),
+        (dict(network=NetworkConfig(activation="sigmoid")), r"agent.network.activation='sigmoid'"),
+    ],
+)
 def test_validate_ppo__names_key_value_and_rule(change, match):
     with pytest.raises(ValueError, match=match):
         validate_ppo(dataclasses.replace(PPOConfig(), **change), batch_size=512)

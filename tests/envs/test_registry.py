@@ -11,8 +11,10 @@ import hordax
 from hordax.envs.registry import UnknownEnvError
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "Acrobot-v1",
-                                    "MountainCarContinuous-v0", "Breakout-MinAtar"])
+@pytest.mark.parametrize(
+    "env_id",
+    ["CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCarContinuous-v0", "Breakout-MinAtar"],
+)
 def test_make__accepts_gymnax_ids(env_id):
     """Every gymnax id works through hordax.make and returns (env, default params)."""
     env, params = hordax.make(env_id)

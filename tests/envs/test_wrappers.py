@@ -31,7 +31,8 @@ def _random_rollout(env, params, num_envs, steps, seed=0):
         return (out[1], out[0]), (obs, *out)
 
     _, outs = jax.jit(lambda s, o: jax.lax.scan(body, (s, o), jax.random.split(key, steps)))(
-        state, obs)
+        state, obs
+    )
     return jax.device_get(outs)
 
 
@@ -64,8 +65,9 @@ def test_clip_action__box_nan_inf_and_discrete():
     np.testing.assert_allclose(out, [0.0, 0.5])
     np.testing.assert_allclose(clip_action(jnp.array([jnp.inf, -jnp.inf]), box), [2.0, 0.0])
     np.testing.assert_allclose(clip_action(jnp.array([-5.0, 0.25]), box), [-2.0, 0.25])
-    np.testing.assert_array_equal(clip_action(jnp.array([-3, 0, 1, 9]), spaces.Discrete(2)),
-                                  [0, 0, 1, 1])
+    np.testing.assert_array_equal(
+        clip_action(jnp.array([-3, 0, 1, 9]), spaces.Discrete(2)), [0, 0, 1, 1]
+    )
 
 
 def test_clip_action__wrapper_keeps_pendulum_finite_under_nan():
@@ -108,9 +110,11 @@ def test_normalize_observation__uses_running_stats_for_obs_and_final_obs():
     allx = np.concatenate(seen)
     mean, std = allx.mean(0), np.sqrt(allx.var(0) + 1e-8)
     np.testing.assert_allclose(obs_n, np.clip((obs_raw - mean) / std, -10, 10), atol=2e-3)
-    np.testing.assert_allclose(info_n["final_observation"],
-                               np.clip((info_raw["final_observation"] - mean) / std, -10, 10),
-                               atol=2e-3)
+    np.testing.assert_allclose(
+        info_n["final_observation"],
+        np.clip((info_raw["final_observation"] - mean) / std, -10, 10),
+        atol=2e-3,
+    )
 
 
 def test_normalize_reward__matches_numpy_discounted_return_scaling():
@@ -135,8 +139,9 @@ def test_normalize_reward__matches_numpy_discounted_return_scaling():
         # RunningStats starts from a prior (mean 0, var 1, count 1e-4); merge it exactly.
         c0, n, m = 1e-4, allg.size, allg.mean()
         var = (c0 * 1.0 + ((allg - m) ** 2).sum() + m**2 * c0 * n / (c0 + n)) / (c0 + n)
-        np.testing.assert_allclose(r_n, np.clip(np.asarray(r) / np.sqrt(var + 1e-8), -10, 10),
-                                   rtol=2e-3)
+        np.testing.assert_allclose(
+            r_n, np.clip(np.asarray(r) / np.sqrt(var + 1e-8), -10, 10), rtol=2e-3
+        )
         g = np.where(np.asarray(te | tr), 0.0, g)
 
 

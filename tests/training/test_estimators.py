@@ -32,10 +32,18 @@ def test_gae__matches_python_loop_with_truncation_and_termination(gamma, lam):
     terminated = rng.random((T, B)) < 0.1
     truncated = (rng.random((T, B)) < 0.1) & ~terminated
     terminated[3, 0], truncated[7, 0], truncated[5, 1], terminated[5, 1] = True, True, True, True
-    adv, target = compute_gae(jnp.asarray(reward), jnp.asarray(value), jnp.asarray(next_value),
-                              jnp.asarray(terminated), jnp.asarray(truncated), gamma, lam)
-    ref_adv, ref_target = gae_reference(reward, value, next_value, terminated, truncated, gamma,
-                                        lam)
+    adv, target = compute_gae(
+        jnp.asarray(reward),
+        jnp.asarray(value),
+        jnp.asarray(next_value),
+        jnp.asarray(terminated),
+        jnp.asarray(truncated),
+        gamma,
+        lam,
+    )
+    ref_adv, ref_target = gae_reference(
+        reward, value, next_value, terminated, truncated, gamma, lam
+    )
     np.testing.assert_allclose(adv, ref_adv, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(target, ref_target, rtol=1e-5, atol=1e-5)
 

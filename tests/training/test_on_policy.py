@@ -11,8 +11,9 @@ from hordax.training.config import OnPolicyTrainerConfig
 from hordax.training.on_policy import OnPolicyTrainer, make_train
 from hordax.training.run import params_checksum
 
-TRAINER = OnPolicyTrainerConfig(num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6,
-                                num_chunks=3)
+TRAINER = OnPolicyTrainerConfig(
+    num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=3
+)
 AGENT = PPOConfig(num_minibatches=2, num_epochs=2)
 
 

@@ -11,7 +11,7 @@ import optax
 from flax import struct
 from gymnax.environments import spaces
 
-from hordax.agents import distributions as D
+from hordax.agents import distributions as dist
 from hordax.agents.networks import PolicyHead, ValueHead
 from hordax.agents.ppo.config import PPOConfig
 from hordax.agents.ppo.losses import policy_loss, value_loss
@@ -47,8 +47,9 @@ class PPOAgent:
         num_updates: rollouts in the whole run (sets the learning-rate schedule).
     """
 
-    def __init__(self, config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any,
-                 num_updates: int):
+    def __init__(
+        self, config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any, num_updates: int
+    ):
         self.config = config
         self.obs_shape = tuple(obs_shape)
         if isinstance(action_space, spaces.Discrete):
@@ -61,8 +62,11 @@ class PPOAgent:
         self.actor = PolicyHead(config.network, self.action_dim, self.continuous)
         self.critic = ValueHead(config.network)
         steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
-        lr = (optax.linear_schedule(config.learning_rate, 0.0, steps)
-              if config.anneal_lr else config.learning_rate)
+        lr = (
+            optax.linear_schedule(config.learning_rate, 0.0, steps)
+            if config.anneal_lr
+            else config.learning_rate
+        )
         self.optimizer = optax.chain(
             optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5)
         )
@@ -85,25 +89,25 @@ class PPOAgent:
         out, log_std = self._dist(actor_params, obs)
         if self.continuous:
             flat = action.reshape((action.shape[0], -1))
-            return D.gaussian_log_prob(out, log_std, flat), D.gaussian_entropy(out, log_std)
-        return D.categorical_log_prob(out, action), D.categorical_entropy(out)
+            return dist.gaussian_log_prob(out, log_std, flat), dist.gaussian_entropy(out, log_std)
+        return dist.categorical_log_prob(out, action), dist.categorical_entropy(out)
 
     def act(self, state: PPOState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
         out, log_std = self._dist(state.params["actor"], obs)
         if self.continuous:
-            flat = D.gaussian_sample(key, out, log_std)
-            log_prob = D.gaussian_log_prob(out, log_std, flat)
+            flat = dist.gaussian_sample(key, out, log_std)
+            log_prob = dist.gaussian_log_prob(out, log_std, flat)
             action = flat.reshape((obs.shape[0], *self.action_shape))
         else:
-            action = D.categorical_sample(key, out)
-            log_prob = D.categorical_log_prob(out, action)
+            action = dist.categorical_sample(key, out)
+            log_prob = dist.categorical_log_prob(out, action)
         return action, {"log_prob": log_prob, "value": self.value(state, obs)}
 
     def act_greedy(self, state: PPOState, obs: jax.Array) -> jax.Array:
         out, _ = self._dist(state.params["actor"], obs)
         if self.continuous:
             return out.reshape((obs.shape[0], *self.action_shape))
-        return D.categorical_mode(out)
+        return dist.categorical_mode(out)
 
     def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
         return self.critic.apply(state.params["critic"], obs)
@@ -146,7 +150,8 @@ class PPOAgent:
         return state, jax.tree.map(jnp.mean, metrics)
 
 
-def make_agent(config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any,
-               num_updates: int) -> PPOAgent:
+def make_agent(
+    config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any, num_updates: int
+) -> PPOAgent:
     """Build a PPO agent (see :class:`PPOAgent`)."""
     return PPOAgent(config, obs_shape, action_space, num_updates)

@@ -13,8 +13,15 @@ import jax.numpy as jnp
 ARENA = 1.0
 
 
-def integrate(pos: jax.Array, vel: jax.Array, action: jax.Array, dt: jax.Array,
-              force_scale: jax.Array, damping: jax.Array, max_speed: jax.Array):
+def integrate(
+    pos: jax.Array,
+    vel: jax.Array,
+    action: jax.Array,
+    dt: jax.Array,
+    force_scale: jax.Array,
+    damping: jax.Array,
+    max_speed: jax.Array,
+):
     """One step; returns ``(pos', vel')`` (float32)."""
     vel = vel + dt * (force_scale * action - damping * vel)
     vel = jnp.clip(vel, -max_speed, max_speed)

@@ -60,38 +60,53 @@ class MultiPointMass(MultiAgentEnvironment[MultiPointMassState, PointMassParams]
         n = self.num_agents
         pos = jax.random.uniform(key_pos, (n, 2), jnp.float32, -0.9 * ARENA, 0.9 * ARENA)
         goal = jax.random.uniform(key_goal, (n, 2), jnp.float32, -0.9 * ARENA, 0.9 * ARENA)
-        state = MultiPointMassState(pos, jnp.zeros((n, 2), jnp.float32), goal,
-                                    jnp.zeros(n, bool), jnp.int32(0))
+        state = MultiPointMassState(
+            pos, jnp.zeros((n, 2), jnp.float32), goal, jnp.zeros(n, bool), jnp.int32(0)
+        )
         return self.observe(key, state, None, params), state
 
-    def step_env(self, key: jax.Array, state: MultiPointMassState, action: jax.Array,
-                 params: PointMassParams):
+    def step_env(
+        self, key: jax.Array, state: MultiPointMassState, action: jax.Array, params: PointMassParams
+    ):
         action = clip_action(action, self.action_space(params))
-        pos, vel = integrate(state.pos, state.vel, action, params.dt, params.force_scale,
-                             params.damping, params.max_speed)
+        pos, vel = integrate(
+            state.pos,
+            state.vel,
+            action,
+            params.dt,
+            params.force_scale,
+            params.damping,
+            params.max_speed,
+        )
         frozen = state.reached[:, None]
         pos = jnp.where(frozen, state.pos, pos)
         vel = jnp.where(frozen, 0.0, vel)
         distance = jnp.linalg.norm(state.goal - pos, axis=-1)
         arrived = (distance < params.goal_radius) & ~state.reached
         active = ~state.reached
-        reward = jnp.where(active, params.distance_scale * -distance
-                           + params.success_bonus * arrived, 0.0)
+        reward = jnp.where(
+            active, params.distance_scale * -distance + params.success_bonus * arrived, 0.0
+        )
         reached = state.reached | arrived
         new_state = MultiPointMassState(pos, vel, state.goal, reached, state.time + 1)
         info = {
-            "metrics": {"success": jnp.mean(reached.astype(jnp.float32)),
-                        "distance": jnp.mean(distance)},
-            "reward_terms": {"distance": jnp.where(active, -distance, 0.0),
-                             "success": arrived.astype(jnp.float32)},
+            "metrics": {
+                "success": jnp.mean(reached.astype(jnp.float32)),
+                "distance": jnp.mean(distance),
+            },
+            "reward_terms": {
+                "distance": jnp.where(active, -distance, 0.0),
+                "success": arrived.astype(jnp.float32),
+            },
             "agent_terminated": reached,
             "agent_mask": ~reached,
         }
         obs = self.observe(key, new_state, action, params)
         return obs, new_state, reward.astype(jnp.float32), jnp.all(reached), info
 
-    def observe(self, key: jax.Array, state: MultiPointMassState, action: Any,
-                params: PointMassParams) -> jax.Array:
+    def observe(
+        self, key: jax.Array, state: MultiPointMassState, action: Any, params: PointMassParams
+    ) -> jax.Array:
         n = self.num_agents
         rel = state.pos[None, :, :] - state.pos[:, None, :]  # [n, n, 2]: j relative to i
         # Static (numpy) index of the other agents, so the gather has a fixed shape.
@@ -102,9 +117,12 @@ class MultiPointMass(MultiAgentEnvironment[MultiPointMassState, PointMassParams]
 
     def observation_space(self, params: PointMassParams) -> spaces.Box:
         n = self.num_agents
-        high = jnp.concatenate([
-            jnp.array([ARENA, ARENA, params.max_speed, params.max_speed, 2 * ARENA, 2 * ARENA]),
-            jnp.full((2 * (n - 1),), 2 * ARENA)]).astype(jnp.float32)
+        high = jnp.concatenate(
+            [
+                jnp.array([ARENA, ARENA, params.max_speed, params.max_speed, 2 * ARENA, 2 * ARENA]),
+                jnp.full((2 * (n - 1),), 2 * ARENA),
+            ]
+        ).astype(jnp.float32)
         high = jnp.broadcast_to(high, (n, high.shape[0]))
         return spaces.Box(-high, high, high.shape, jnp.float32)
 

@@ -56,18 +56,28 @@ class PointMass(Environment[PointMassState, PointMassParams]):
     def default_params(self) -> PointMassParams:
         return PointMassParams()
 
-    def reset_env(self, key: jax.Array, params: PointMassParams) -> tuple[jax.Array, PointMassState]:
+    def reset_env(
+        self, key: jax.Array, params: PointMassParams
+    ) -> tuple[jax.Array, PointMassState]:
         key_pos, key_goal = jax.random.split(key)
         pos = jax.random.uniform(key_pos, (2,), jnp.float32, -0.9 * ARENA, 0.9 * ARENA)
         goal = jax.random.uniform(key_goal, (2,), jnp.float32, -0.9 * ARENA, 0.9 * ARENA)
         state = PointMassState(pos, jnp.zeros(2, jnp.float32), goal, jnp.int32(0))
         return self.observe(key, state, None, params), state
 
-    def step_env(self, key: jax.Array, state: PointMassState, action: jax.Array,
-                 params: PointMassParams):
+    def step_env(
+        self, key: jax.Array, state: PointMassState, action: jax.Array, params: PointMassParams
+    ):
         action = clip_action(action, self.action_space(params))
-        pos, vel = integrate(state.pos, state.vel, action, params.dt, params.force_scale,
-                             params.damping, params.max_speed)
+        pos, vel = integrate(
+            state.pos,
+            state.vel,
+            action,
+            params.dt,
+            params.force_scale,
+            params.damping,
+            params.max_speed,
+        )
         distance = jnp.linalg.norm(state.goal - pos)
         success = distance < params.goal_radius
         reward = params.distance_scale * -distance + params.success_bonus * success
@@ -79,21 +89,24 @@ class PointMass(Environment[PointMassState, PointMassParams]):
         obs = self.observe(key, new_state, action, params)
         return obs, new_state, reward.astype(jnp.float32), success, info
 
-    def observe(self, key: jax.Array, state: PointMassState, action: Any,
-                params: PointMassParams) -> jax.Array:
+    def observe(
+        self, key: jax.Array, state: PointMassState, action: Any, params: PointMassParams
+    ) -> jax.Array:
         return jnp.concatenate([state.pos, state.vel, state.goal - state.pos]).astype(jnp.float32)
 
     def observation_space(self, params: PointMassParams) -> spaces.Box:
-        high = jnp.array([ARENA, ARENA, params.max_speed, params.max_speed, 2 * ARENA, 2 * ARENA],
-                         jnp.float32)
+        high = jnp.array(
+            [ARENA, ARENA, params.max_speed, params.max_speed, 2 * ARENA, 2 * ARENA], jnp.float32
+        )
         return spaces.Box(-high, high, (6,), jnp.float32)
 
     def action_space(self, params: PointMassParams) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (2,), jnp.float32)
 
     def render(self, state: PointMassState, params: PointMassParams) -> np.ndarray:
-        return draw(np.asarray(state.pos)[None], np.asarray(state.goal)[None],
-                    float(params.goal_radius))
+        return draw(
+            np.asarray(state.pos)[None], np.asarray(state.goal)[None], float(params.goal_radius)
+        )
 
     def validate_params(self, params: PointMassParams) -> None:
         super().validate_params(params)
@@ -102,12 +115,19 @@ class PointMass(Environment[PointMassState, PointMassParams]):
 
 def validate_point_params(params: Any) -> None:
     """Host-side range checks shared by the point-mass tasks."""
-    rules = {"dt": (0.0, 1.0), "force_scale": (0.0, None), "max_speed": (0.0, None),
-             "goal_radius": (0.0, 2 * ARENA)}
+    rules = {
+        "dt": (0.0, 1.0),
+        "force_scale": (0.0, None),
+        "max_speed": (0.0, None),
+        "goal_radius": (0.0, 2 * ARENA),
+    }
     for name, (low, high) in rules.items():
         value = np.asarray(getattr(params, name))
-        if not np.all(np.isfinite(value)) or np.any(value <= low) or (
-                high is not None and np.any(value > high)):
+        if (
+            not np.all(np.isfinite(value))
+            or np.any(value <= low)
+            or (high is not None and np.any(value > high))
+        ):
             allowed = f"> {low}" + (f" and <= {high}" if high is not None else "")
             raise ValueError(f"params.{name}={value.tolist()}: must be finite and {allowed}")
     damping = np.asarray(params.damping)

@@ -6,8 +6,10 @@ import numpy as np
 
 from hordax.envs.debug.dynamics import ARENA
 
-COLORS = np.array([[230, 60, 60], [60, 120, 230], [60, 180, 90], [220, 170, 40],
-                   [160, 80, 200], [40, 190, 190]], np.uint8)
+COLORS = np.array(
+    [[230, 60, 60], [60, 120, 230], [60, 180, 90], [220, 170, 40], [160, 80, 200], [40, 190, 190]],
+    np.uint8,
+)
 
 
 def draw(pos: np.ndarray, goal: np.ndarray, goal_radius: float, size: int = 96) -> np.ndarray:

@@ -68,7 +68,9 @@ class NormalizeObservation(Wrapper):
         z = (obs - stats.mean) / jnp.sqrt(stats.var + self.eps)
         return jnp.clip(z, -self.clip, self.clip).astype(jnp.float32)
 
-    def reset(self, key: jax.Array, params: Any = None) -> tuple[jax.Array, NormalizeObservationState]:
+    def reset(
+        self, key: jax.Array, params: Any = None
+    ) -> tuple[jax.Array, NormalizeObservationState]:
         obs, env_state = self._env.reset(key, params)
         stats = RunningStats.create(obs.shape[1:])
         if self.update_stats:
@@ -111,7 +113,9 @@ class NormalizeReward(Wrapper):
     def reset(self, key: jax.Array, params: Any = None) -> tuple[Any, NormalizeRewardState]:
         obs, env_state = self._env.reset(key, params)
         batch = jax.tree.leaves(obs)[0].shape[0]
-        state = NormalizeRewardState(env_state, jnp.zeros((batch,), jnp.float32), RunningStats.create(()))
+        state = NormalizeRewardState(
+            env_state, jnp.zeros((batch,), jnp.float32), RunningStats.create(())
+        )
         return obs, state
 
     def step(
