@@ -1,11 +1,24 @@
 """hordax: thousands of RL environments on one accelerator, trained in one jitted program.
 
-import hordax
-env, params = hordax.make("CartPole-v1")
+    import hordax
+    env, params = hordax.make("CartPole-v1")
+
+Attributes are imported lazily, so ``import hordax.training.cli`` can configure XLA's
+devices before jax (via gymnax) initializes.
 """
 
-from hordax.envs import make, register, registered_envs, to_gymnasium
+from typing import Any
 
 __version__ = "0.1.0"
 
+_LAZY = {"make", "register", "registered_envs", "to_gymnasium"}
+
 __all__ = ["__version__", "make", "register", "registered_envs", "to_gymnasium"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from hordax import envs
+
+        return getattr(envs, name)
+    raise AttributeError(f"module 'hordax' has no attribute {name!r}")

@@ -42,6 +42,7 @@ def _register_schemas() -> None:
 
     from hordax.agents.ppo.config import PPOConfig
     from hordax.training.config import EnvConfig, LoggerConfig, OnPolicyTrainerConfig, TrainConfig
+    from hordax.training.sharding import MeshConfig
 
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
@@ -49,6 +50,7 @@ def _register_schemas() -> None:
     cs.store(group="agent", name="ppo_schema", node=PPOConfig)
     cs.store(group="trainer", name="on_policy_schema", node=OnPolicyTrainerConfig)
     cs.store(group="logger", name="logger_schema", node=LoggerConfig)
+    cs.store(group="mesh", name="mesh_schema", node=MeshConfig)
 
 
 def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
@@ -182,6 +184,10 @@ def main(argv: list[str] | None = None) -> None:
     command, rest = argv[0], argv[1:]
     if command != "train":
         _fail(f"unknown command {command!r}; allowed: train\n{USAGE}")
+    # One XLA host device per CPU core, before jax initializes (DESIGN: use every core).
+    from hordax.training.sharding import use_all_cpu_cores
+
+    use_all_cpu_cores()
 
     import hydra
 

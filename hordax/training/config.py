@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hordax.agents.ppo.config import PPOConfig, validate_ppo
+from hordax.training.sharding import MeshConfig
 
 
 class ConfigError(ValueError):
@@ -58,6 +59,7 @@ class TrainConfig:
     agent: PPOConfig = field(default_factory=PPOConfig)
     trainer: OnPolicyTrainerConfig = field(default_factory=OnPolicyTrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    mesh: MeshConfig = field(default_factory=MeshConfig)
     seed: int = 0
     """Seed of the run's single ``jax.random.key``."""
     run_dir: str = ""
@@ -116,6 +118,13 @@ def validate(cfg: TrainConfig) -> Resolved:
         "logger.mode",
         cfg.logger.mode,
         "allowed values are ['offline', 'online', 'disabled']",
+    )
+    _need(cfg.mesh.seed >= 1, "mesh.seed", cfg.mesh.seed, "must be an integer >= 1")
+    _need(
+        cfg.mesh.data == -1 or cfg.mesh.data >= 1,
+        "mesh.data",
+        cfg.mesh.data,
+        "must be -1 (all remaining devices) or an integer >= 1",
     )
     _need(0 <= cfg.seed < 2**63, "seed", cfg.seed, "must be an integer in [0, 2**63)")
     try:

@@ -18,6 +18,7 @@ import jax
 import numpy as np
 from flax import serialization
 
+from hordax.training import sharding
 from hordax.training.config import Resolved, TrainConfig
 from hordax.training.logging import make_logger
 from hordax.training.on_policy import OnPolicyTrainer, TrainState
@@ -73,10 +74,22 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     logger = make_logger(cfg.logger, run_dir, cfg)
     t_start = time.perf_counter()
     key = jax.random.key(cfg.seed)
-    init = jax.jit(trainer.init).lower(key).compile()
+    min_envs = cfg.mesh.min_envs_per_device if cfg.mesh.data == -1 else 1
+    mesh = sharding.fit_data_axis(sharding.make_mesh(cfg.mesh), cfg.trainer.num_envs, min_envs)
+    shardings = sharding.train_state_shardings(
+        jax.eval_shape(trainer.init, key), mesh, cfg.trainer.num_envs
+    )
+    init = jax.jit(trainer.init, out_shardings=shardings).lower(key).compile()
     state = init(key)
     chunk = (
-        jax.jit(trainer.run_chunk, static_argnums=1).lower(state, resolved.chunk_updates).compile()
+        jax.jit(
+            trainer.run_chunk,
+            static_argnums=1,
+            in_shardings=(shardings,),
+            out_shardings=(shardings, None),
+        )
+        .lower(state, resolved.chunk_updates)
+        .compile()
     )
     compile_s = time.perf_counter() - t_start
 
@@ -131,6 +144,7 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
         "final_episode_length": row.get("episode_length", math.nan),
         "params_checksum": params_checksum(saved),
         "metrics": {k[len("task/") :]: v for k, v in row.items() if k.startswith("task/")},
+        "devices": int(mesh.devices.size),
         "run_dir": run_dir,
     }
     if run_dir:

@@ -1,0 +1,124 @@
+"""The contract checks are not vacuous: each fails on an env broken in the way it targets.
+
+Every broken env is ``Debug-PointMass-v0`` (or its multi-agent sibling) with one defect;
+the test asserts the check aimed at that defect raises ``AssertionError`` naming it.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hordax import testing
+from hordax.envs.debug.multi_point_mass import MultiPointMass
+from hordax.envs.debug.point_mass import PointMass
+
+KEY = jax.random.key(0)
+
+
+class ObsOutsideSpace(PointMass):
+    def observe(self, key, state, action, params):
+        return 10.0 * super().observe(key, state, action, params)
+
+
+class WeakTimeAfterReset(PointMass):
+    """reset gives a weakly-typed int32 time, step a strong one: the step retraces."""
+
+    def reset_env(self, key, params):
+        obs, state = super().reset_env(key, params)
+        return obs, state.replace(time=jnp.asarray(0))
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return obs, state.replace(time=state.time.astype(jnp.int32)), reward, terminated, info
+
+
+class NumpyRandomAtTrace(PointMass):
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return obs, state, reward + np.float32(np.random.rand()), terminated, info
+
+
+class TracedDiffersFromEager(PointMass):
+    """Python-level branch on tracers: jitted and eager steps disagree."""
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        bump = 1.0 if isinstance(reward, jax.core.Tracer) else 0.0
+        return obs, state, reward + bump, terminated, info
+
+
+class IgnoresParams(PointMass):
+    def reset_env(self, key, params):
+        return super().reset_env(key, self.default_params)
+
+    def step_env(self, key, state, action, params):
+        return super().step_env(key, state, action, self.default_params)
+
+
+class TimeLimitInTerminated(PointMass):
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        terminated = terminated | (state.time >= params.max_steps_in_episode)
+        return obs, state, reward, terminated, info
+
+
+class CachedReset(PointMass):
+    def reset_env(self, key, params):
+        return super().reset_env(jax.random.key(7), params)
+
+
+class NaNAfterStep50(PointMass):
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return obs, state, jnp.where(state.time > 50, jnp.nan, reward), terminated, info
+
+
+class InfFromLargeActions(PointMass):
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        vel = state.vel + jnp.where(jnp.abs(action).max() >= 1.0, jnp.inf, 0.0)
+        return obs, state.replace(vel=vel), reward, terminated, info
+
+
+class ExtraInfoKey(PointMass):
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return obs, state, reward, terminated, {**info, "distance": reward}
+
+
+class SummedReward(MultiPointMass):
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return obs, state, reward.sum(), terminated, info
+
+
+class FloatFrames(PointMass):
+    def render(self, state, params):
+        return super().render(state, params).astype(np.float32)
+
+
+CASES = [
+    (ObsOutsideSpace, testing.check_spaces_and_dtypes, "reset observation is outside"),
+    (WeakTimeAfterReset, testing.check_traces_once, r"\.time: ~int32\[\] after reset"),
+    (NumpyRandomAtTrace, testing.check_determinism, r"run 2 vs run 1.*\.reward"),
+    (TracedDiffersFromEager, testing.check_jit_matches_eager, r"step 1 \(eager vs jit\)"),
+    (IgnoresParams, testing.check_vmap_params, "ignore the params"),
+    (TimeLimitInTerminated, testing.check_terminal_semantics, "must not fold into terminated"),
+    (CachedReset, testing.check_fresh_resets, "start in the same state"),
+    (NaNAfterStep50, testing.check_finite, r"non-finite values in \[\"\['reward'\]"),
+    (InfFromLargeActions, testing.check_nonfinite_actions, r"\['state'\]\.vel"),
+    (ExtraInfoKey, testing.check_hordax_info, "info keys .*'distance'"),
+    (SummedReward, testing.check_multi_agent, r"reward is float32\[\], want float32\[3\]"),
+    (FloatFrames, testing.check_render, r"got float32\[96, 96, 3\]"),
+]
+
+
+@pytest.mark.parametrize(("env_cls", "check", "match"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_contract_checks__catch_their_violation(env_cls, check, match):
+    """The check raises AssertionError, naming the defect, on an env that has it."""
+    env = env_cls()
+    with pytest.raises(AssertionError, match=match):
+        check(env, env.default_params, KEY)
