@@ -15,6 +15,9 @@ import os
 import sys
 from pathlib import Path
 
+#: The overrides a run was started with (written once, at a fresh start; read by resume=).
+OVERRIDES_FILE = "overrides.json"
+
 USAGE = """usage: hordax train [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
@@ -57,18 +60,34 @@ def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
     """Make env overrides work for every registered id and every params field.
 
     - ``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>``;
-    - ``env.params.<f>=v`` / ``env.kwargs.<k>=v`` -> ``++...`` (add or override: these
-      dicts are open, their keys are checked against the env by ``hordax.make``).
+    - ``env.params.<f>=v`` / ``env.kwargs.<k>=v`` / ``population.hparams.<h>=[...]`` ->
+      ``++...`` (add or override: these dicts are open; their keys are checked later, by
+      ``hordax.make`` and the population's validation).
     """
     out = []
     for arg in args:
         if arg.startswith("env=") and not (cfg_dir / "env" / f"{arg[4:]}.yaml").is_file():
             out += ["env=_generic", f"env.id={arg[4:]}"]
-        elif arg.startswith(("env.params.", "env.kwargs.")):
+        elif arg.startswith(("env.params.", "env.kwargs.", "population.hparams.")):
             out.append(f"++{arg}")
         else:
             out.append(arg)
     return out
+
+
+def resume_overrides(args: list[str]) -> list[str]:
+    """``resume=DIR`` -> the overrides that run was started with, then ``args``, and
+    ``hydra.run.dir=DIR`` (the resumed run continues in its own directory)."""
+    resume = [a.split("=", 1)[1] for a in args if a.startswith("resume=")]
+    if not resume or not resume[-1]:
+        return args
+    run_dir = resume[-1]
+    saved = Path(run_dir) / OVERRIDES_FILE
+    if not saved.is_file():
+        _fail(f"resume={run_dir}: no hordax run there ({saved} is missing)")
+    with open(saved) as f:
+        before = [o for o in json.load(f) if not o.startswith(("resume=", "hydra."))]
+    return [*before, *args, f"hydra.run.dir={run_dir}"]
 
 
 def _fail(message: str, code: int = 2, run_dir: str | None = None) -> None:
@@ -82,7 +101,7 @@ def _remove_empty_run_dir(run_dir: str) -> None:
     """A run that failed before training leaves no directory behind (only hydra's files)."""
     import shutil
 
-    if not set(os.listdir(run_dir)) <= {".hydra", "config.yaml"}:
+    if not set(os.listdir(run_dir)) <= {".hydra", "config.yaml", OVERRIDES_FILE}:
         return
     shutil.rmtree(run_dir, ignore_errors=True)
     # Also the now-empty runs/<env>/<agent> folders, but never the working directory or
@@ -149,8 +168,9 @@ def _train_task(dict_cfg) -> None:
     from omegaconf import OmegaConf
 
     from hordax.envs.registry import make
+    from hordax.training.checkpoint import CheckpointError
     from hordax.training.config import ConfigError, validate
-    from hordax.training.run import train_and_log
+    from hordax.training.run import NonFiniteError, train_and_log
 
     run_dir = HydraConfig.get().runtime.output_dir
     try:
@@ -158,6 +178,16 @@ def _train_task(dict_cfg) -> None:
     except Exception as e:  # missing mandatory values and the like
         _fail(str(e).splitlines()[0], run_dir=run_dir)
     cfg = dataclasses.replace(cfg, run_dir=run_dir)
+    if cfg.distributed:
+        import jax
+
+        # Coordinator address, process count and id come from the environment
+        # (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID) or a cluster
+        # scheduler JAX recognizes (SLURM, Open MPI, ...).
+        try:
+            jax.distributed.initialize()
+        except (RuntimeError, ValueError) as e:
+            _fail(f"distributed=true: jax.distributed.initialize() failed: {e}", run_dir=run_dir)
     try:
         resolved = validate(cfg)
     except ConfigError as e:
@@ -168,10 +198,17 @@ def _train_task(dict_cfg) -> None:
         _fail(str(e), run_dir=run_dir)
     with open(os.path.join(run_dir, "config.yaml"), "w") as f:
         f.write(OmegaConf.to_yaml(dict_cfg, resolve=True))
+    if not cfg.resume:
+        with open(os.path.join(run_dir, OVERRIDES_FILE), "w") as f:
+            json.dump(list(HydraConfig.get().overrides.task), f, indent=1)
     try:
         summary = train_and_log(cfg, env, env_params, resolved)
-    except ValueError as e:  # e.g. a shape the agent cannot handle
-        _fail(str(e))
+    except CheckpointError as e:
+        _fail(str(e), run_dir=run_dir)
+    except NonFiniteError as e:
+        _fail(str(e), code=3)
+    except ValueError as e:  # e.g. a mesh that does not fit, a shape the agent cannot handle
+        _fail(str(e), run_dir=run_dir)
     print(json.dumps(summary), flush=True)
 
 
@@ -193,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
 
     cfg_dir = config_dir()
     _register_schemas()
-    overrides = rewrite_env_override(rest, cfg_dir)
+    overrides = rewrite_env_override(resume_overrides(rest), cfg_dir)
     precheck_overrides(overrides, cfg_dir)
     task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name="train")(_train_task)
     sys.argv = [f"hordax {command}", *overrides]

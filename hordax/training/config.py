@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from hordax.agents.ppo.config import PPOConfig, validate_ppo
+from hordax.agents.ppo import TRACED_HPARAMS, PPOConfig, validate_ppo
+from hordax.training.population import PopulationConfig, validate_population
 from hordax.training.sharding import MeshConfig
 
 
@@ -54,18 +55,33 @@ class LoggerConfig:
 
 
 @dataclass
+class CheckpointConfig:
+    every: int = 0
+    """Write a checkpoint every this many chunks (and after the last); 0 = never."""
+    keep: int = 2
+    """Keep the newest this many checkpoints (>= 1)."""
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: PPOConfig = field(default_factory=PPOConfig)
     trainer: OnPolicyTrainerConfig = field(default_factory=OnPolicyTrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     mesh: MeshConfig = field(default_factory=MeshConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    population: PopulationConfig = field(default_factory=PopulationConfig)
     seed: int = 0
     """Seed of the run's single ``jax.random.key``."""
     run_dir: str = ""
     """Where the run writes config, metrics and params ('' = no files)."""
     progress: bool = True
     """Show a live progress bar on stderr."""
+    resume: str = ""
+    """Run directory of a checkpointed run to continue ('' = start fresh)."""
+    distributed: bool = False
+    """Multi-host: call jax.distributed.initialize() first (coordinator, process count and
+    id from the environment, e.g. JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID)."""
 
 
 @dataclass(frozen=True)
@@ -119,14 +135,31 @@ def validate(cfg: TrainConfig) -> Resolved:
         cfg.logger.mode,
         "allowed values are ['offline', 'online', 'disabled']",
     )
-    _need(cfg.mesh.seed >= 1, "mesh.seed", cfg.mesh.seed, "must be an integer >= 1")
+    _need(
+        cfg.mesh.seed == -1 or cfg.mesh.seed >= 1,
+        "mesh.seed",
+        cfg.mesh.seed,
+        "must be -1 (auto) or an integer >= 1",
+    )
+    ck = cfg.checkpoint
+    _need(ck.every >= 0, "checkpoint.every", ck.every, "must be an integer >= 0 (0 = never)")
+    _need(ck.keep >= 1, "checkpoint.keep", ck.keep, "must be an integer >= 1")
+    try:
+        validate_population(cfg.population, TRACED_HPARAMS)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    _need(
+        cfg.seed >= 0 and cfg.seed + cfg.population.size <= 2**63,
+        "seed",
+        cfg.seed,
+        "must be an integer in [0, 2**63 - population.size]",
+    )
     _need(
         cfg.mesh.data == -1 or cfg.mesh.data >= 1,
         "mesh.data",
         cfg.mesh.data,
         "must be -1 (all remaining devices) or an integer >= 1",
     )
-    _need(0 <= cfg.seed < 2**63, "seed", cfg.seed, "must be an integer in [0, 2**63)")
     try:
         validate_ppo(cfg.agent, batch_size=steps_per_update)
     except ValueError as e:

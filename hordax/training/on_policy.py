@@ -66,6 +66,21 @@ def episode_metrics(info: dict) -> dict[str, jax.Array]:
     return out
 
 
+def finiteness(losses: dict, agent_state: Any) -> dict[str, jax.Array]:
+    """``nonfinite/<quantity>`` flags (``bool[]``) read by the host's NaN guard.
+
+    ``loss`` and ``grad_norm`` are minibatch means, so one non-finite minibatch shows.
+    """
+    params_ok = jnp.all(
+        jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(agent_state.params)])
+    )
+    return {
+        "nonfinite/loss": ~jnp.isfinite(losses["loss"]),
+        "nonfinite/gradient": ~jnp.isfinite(losses["grad_norm"]),
+        "nonfinite/parameters": ~params_ok,
+    }
+
+
 class OnPolicyTrainer:
     """PPO on a (single-agent) environment.
 
@@ -126,7 +141,7 @@ class OnPolicyTrainer:
             tr.terminated,
             tr.truncated,
             acfg.gamma,
-            acfg.gae_lambda,
+            state.agent.hparams["gae_lambda"],
         )
         batch = PPOBatch(
             flat(tr.obs),
@@ -137,7 +152,7 @@ class OnPolicyTrainer:
             flat(target),
         )
         agent_state, losses = agent.update(state.agent, batch, key_update)
-        metrics = {**losses, **episode_metrics(tr.info)}
+        metrics = {**losses, **episode_metrics(tr.info), **finiteness(losses, agent_state)}
         new_state = TrainState(agent_state, env_state, obs, key, state.update_idx + 1)
         return new_state, metrics
 

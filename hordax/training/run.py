@@ -1,12 +1,18 @@
-"""Run a trainer on the host: compile, run chunks, show progress, write the run directory.
+"""Run a trainer on the host: compile, run chunks, guard, checkpoint, log, summarize.
 
 Files in ``run_dir`` (when set): ``config.yaml`` (resolved config, written by the CLI),
-``metrics.jsonl`` (one JSON line per chunk), ``params.msgpack`` (final agent parameters
-and normalizer statistics, flax serialization) and ``summary.json`` (the final line).
+``metrics.jsonl`` (one JSON line per chunk), ``checkpoints/`` (orbax, every
+``checkpoint.every`` chunks, the newest ``checkpoint.keep`` kept; see
+:mod:`hordax.training.checkpoint`), ``params.msgpack`` (final agent parameters and
+normalizer statistics, flax serialization) and ``summary.json`` (the final line).
+
+A population (``population.size > 1``) runs every member in one vmapped program; the
+summary lists each member and the best one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -18,10 +24,18 @@ import jax
 import numpy as np
 from flax import serialization
 
+from hordax.training import population as pop
 from hordax.training import sharding
+from hordax.training.checkpoint import Checkpointer
 from hordax.training.config import Resolved, TrainConfig
 from hordax.training.logging import make_logger
 from hordax.training.on_policy import OnPolicyTrainer, TrainState
+
+NONFINITE_PREFIX = "nonfinite/"
+
+
+class NonFiniteError(RuntimeError):
+    """Training produced a non-finite loss, gradient or parameter (the NaN guard)."""
 
 
 def params_checksum(tree: Any) -> str:
@@ -56,7 +70,7 @@ def summarize_chunk(metrics: dict[str, np.ndarray]) -> dict[str, float]:
     count = float(np.sum(metrics["episode_count"]))
     row: dict[str, float] = {"episodes": count}
     for name, value in metrics.items():
-        if name == "episode_count":
+        if name == "episode_count" or name.startswith(NONFINITE_PREFIX):
             continue
         if name.endswith("_sum"):
             row[name[: -len("_sum")]] = float(np.sum(value)) / count if count else math.nan
@@ -65,90 +79,241 @@ def summarize_chunk(metrics: dict[str, np.ndarray]) -> dict[str, float]:
     return row
 
 
+def check_finite(metrics: dict[str, np.ndarray], first_update: int, population: bool) -> None:
+    """The NaN guard: raise :class:`NonFiniteError` naming the first bad quantity and update.
+
+    ``metrics["nonfinite/<quantity>"]`` are ``bool[chunk_updates]`` (``[P, chunk_updates]``
+    for a population); ``first_update`` is the 1-based number of the chunk's first update.
+    """
+    flags = {
+        k[len(NONFINITE_PREFIX) :]: np.asarray(v)
+        for k, v in metrics.items()
+        if k.startswith(NONFINITE_PREFIX)
+    }
+    if not flags or not any(f.any() for f in flags.values()):
+        return
+    per_update = {k: (f.any(axis=0) if population else f) for k, f in flags.items()}
+    u = min(int(np.argmax(f)) for f in per_update.values() if f.any())
+    order = ("loss", "gradient", "parameters")  # cause before effect
+    names = sorted(
+        (k for k, f in per_update.items() if f[u]),
+        key=lambda k: order.index(k) if k in order else len(order),
+    )
+    where = f"update {first_update + u}"
+    if population:
+        members = sorted({int(m) for k in names for m in np.nonzero(flags[k][:, u])[0]})
+        where += f", population member(s) {members}"
+    raise NonFiniteError(f"non-finite {' and '.join(names)} at {where}")
+
+
+def _cfg_dict(cfg: TrainConfig) -> dict:
+    return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+
+
+def member_summaries(
+    cfg: TrainConfig, state: TrainState, row: dict, size: int
+) -> list[dict[str, Any]]:
+    """One dict per population member: seed, hyperparameters, final return, checksum."""
+    out = []
+    for i in range(size):
+        member = jax.tree.map(lambda x, i=i: x[i], state)
+        out.append(
+            {
+                "member": i,
+                "seed": cfg.seed + i,
+                "hparams": {k: v[i] for k, v in cfg.population.hparams.items()},
+                "final_return": row["members"][i].get("episode_return", math.nan),
+                "final_episode_length": row["members"][i].get("episode_length", math.nan),
+                "params_checksum": params_checksum(saved_agent(member)),
+            }
+        )
+    return out
+
+
+@dataclasses.dataclass
+class Programs:
+    """The jitted programs of a run and how their state is laid out over devices."""
+
+    mesh: Any  # jax.sharding.Mesh, axes ("seed", "data")
+    abstract: Any  # ShapeDtypeStruct tree of the (population) TrainState
+    shardings: Any  # NamedSharding tree matching ``abstract``
+    init: Any  # jitted init(*init_args) -> state, laid out by ``shardings``
+    init_args: tuple  # (key,) or (keys [P], hparams {name: [P]})
+    chunk: Any  # jitted chunk(state) -> (state, metrics [chunk_updates] or [P, ...])
+
+
+def make_programs(cfg: TrainConfig, trainer: OnPolicyTrainer, resolved: Resolved) -> Programs:
+    """Init and one chunk of updates as ``jax.jit`` programs sharded over the run's mesh.
+
+    The env batch is split over the mesh's ``data`` axis, population members over ``seed``;
+    everything else is replicated (see :mod:`hordax.training.sharding`).
+    """
+    size = cfg.population.size
+    is_pop = size > 1
+    mesh = sharding.train_mesh(cfg.mesh, cfg.trainer.num_envs, size)
+    if is_pop:
+        init_fn = pop.vmapped_init(trainer.init)
+        init_args = (pop.member_keys(cfg.seed, size), pop.member_hparams(cfg.population))
+        chunk_fn = pop.vmapped_chunk(trainer.run_chunk, resolved.chunk_updates)
+    else:
+        init_fn, init_args = trainer.init, (jax.random.key(cfg.seed),)
+
+        def chunk_fn(state: TrainState) -> tuple[TrainState, dict]:
+            return trainer.run_chunk(state, resolved.chunk_updates)
+
+    abstract = jax.eval_shape(init_fn, *init_args)
+    shardings = sharding.train_state_shardings(abstract, mesh, cfg.trainer.num_envs, is_pop)
+    return Programs(
+        mesh=mesh,
+        abstract=abstract,
+        shardings=shardings,
+        init=jax.jit(init_fn, out_shardings=shardings),
+        init_args=init_args,
+        chunk=jax.jit(chunk_fn, in_shardings=(shardings,), out_shardings=(shardings, None)),
+    )
+
+
 def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved) -> dict:
-    """Train with progress and files; return the summary dict (the CLI's JSON line)."""
+    """Train with progress, NaN guard, checkpoints and files; return the summary dict.
+
+    Raises:
+        NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
+        CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint.
+    """
     from tqdm.auto import tqdm
 
     run_dir = cfg.run_dir or None
+    size = cfg.population.size
+    is_pop = size > 1
     trainer = OnPolicyTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
-    logger = make_logger(cfg.logger, run_dir, cfg)
     t_start = time.perf_counter()
-    key = jax.random.key(cfg.seed)
-    min_envs = cfg.mesh.min_envs_per_device if cfg.mesh.data == -1 else 1
-    mesh = sharding.fit_data_axis(sharding.make_mesh(cfg.mesh), cfg.trainer.num_envs, min_envs)
-    shardings = sharding.train_state_shardings(
-        jax.eval_shape(trainer.init, key), mesh, cfg.trainer.num_envs
-    )
-    init = jax.jit(trainer.init, out_shardings=shardings).lower(key).compile()
-    state = init(key)
-    chunk = (
-        jax.jit(
-            trainer.run_chunk,
-            static_argnums=1,
-            in_shardings=(shardings,),
-            out_shardings=(shardings, None),
-        )
-        .lower(state, resolved.chunk_updates)
-        .compile()
-    )
+
+    progs = make_programs(cfg, trainer, resolved)
+    mesh, abstract, shardings = progs.mesh, progs.abstract, progs.shardings
+    chunk = progs.chunk
+
+    # --- fresh start or resume ----------------------------------------------------------
+    ckpt = None
+    if run_dir and (cfg.checkpoint.every > 0 or cfg.resume):
+        ckpt = Checkpointer(run_dir, keep=cfg.checkpoint.keep)
+    start_chunk = 0
+    if cfg.resume:
+        assert ckpt is not None
+        ckpt.check_compatible(_cfg_dict(cfg), abstract)
+        start_chunk, state = ckpt.restore(abstract, shardings)
+    else:
+        state = progs.init(*progs.init_args)
+        if ckpt is not None:
+            ckpt.write_meta(_cfg_dict(cfg), abstract)
+    chunk = chunk.lower(state).compile()
     compile_s = time.perf_counter() - t_start
 
-    metrics_file = open(os.path.join(run_dir, "metrics.jsonl"), "w") if run_dir else None  # noqa: SIM115
+    logger = make_logger(cfg.logger, run_dir, cfg)
+    metrics_file = _open_metrics(run_dir, start_chunk)
+    steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
     bar = tqdm(
         total=resolved.env_steps,
+        initial=start_chunk * steps_per_chunk,
         unit="step",
         unit_scale=True,
         disable=not cfg.progress,
         dynamic_ncols=True,
-        desc=f"{cfg.env.id} {cfg.agent.name}",
+        desc=f"{cfg.env.id} {cfg.agent.name}" + (f" x{size}" if is_pop else ""),
     )
     t_run = time.perf_counter()
-    row: dict[str, float] = {}
+    row: dict[str, Any] = {}
     try:
-        for c in range(resolved.num_chunks):
+        for c in range(start_chunk, resolved.num_chunks):
             state, metrics = chunk(state)
             metrics = jax.device_get(metrics)  # blocks: timings below are real
             elapsed = time.perf_counter() - t_run
-            env_steps = (c + 1) * resolved.chunk_updates * resolved.steps_per_update
-            row = {
-                "chunk": c,
-                "env_steps": env_steps,
-                "wall_s": round(elapsed, 3),
-                "sps": env_steps / elapsed,
-                **summarize_chunk(metrics),
-            }
+            env_steps = (c + 1) * steps_per_chunk
+            row = {"chunk": c, "env_steps": env_steps, "wall_s": round(elapsed, 3)}
+            row["sps"] = (c + 1 - start_chunk) * steps_per_chunk * size / elapsed
+            if is_pop:
+                members = [
+                    summarize_chunk({k: v[i] for k, v in metrics.items()}) for i in range(size)
+                ]
+                returns = [m["episode_return"] for m in members]
+                row["episode_return"] = max(returns, key=lambda r: -math.inf if r != r else r)
+                row["members"] = members
+            else:
+                row.update(summarize_chunk(metrics))
             if metrics_file:
                 metrics_file.write(json.dumps(row) + "\n")
                 metrics_file.flush()
-            logger.log(row, step=env_steps)
-            bar.update(resolved.chunk_updates * resolved.steps_per_update)
+            check_finite(metrics, c * resolved.chunk_updates + 1, is_pop)
+            if ckpt is not None and cfg.checkpoint.every > 0:
+                if (c + 1) % cfg.checkpoint.every == 0 or c + 1 == resolved.num_chunks:
+                    ckpt.save(c + 1, state)
+            logger.log({k: v for k, v in row.items() if k != "members"}, step=env_steps)
+            bar.update(steps_per_chunk)
             bar.set_postfix(ret=f"{row['episode_return']:.1f}", sps=f"{row['sps']:.3g}")
+    except NonFiniteError as e:
+        last = ckpt.latest_step() if ckpt is not None else None
+        kept = (
+            f"last good checkpoint: {os.path.join(ckpt.dir, str(last))}"
+            if last is not None
+            else "no checkpoint kept (set checkpoint.every >= 1)"
+        )
+        raise NonFiniteError(f"{e}; training stopped, {kept}") from None
     finally:
         bar.close()
         if metrics_file:
             metrics_file.close()
+        if ckpt is not None:
+            ckpt.close()
     run_s = time.perf_counter() - t_run
+
     saved = saved_agent(state)
     if run_dir:
         with open(os.path.join(run_dir, "params.msgpack"), "wb") as f:
             f.write(serialization.to_bytes(jax.device_get(saved)))
-    summary = {
+    ran_steps = (resolved.num_chunks - start_chunk) * steps_per_chunk * size
+    summary: dict[str, Any] = {
         "env": cfg.env.id,
         "agent": cfg.agent.name,
         "seed": cfg.seed,
         "env_steps": resolved.env_steps,
         "wall_s": round(time.perf_counter() - t_start, 3),
         "compile_s": round(compile_s, 3),
-        "sps": round(resolved.env_steps / run_s, 1),
+        "sps": round(ran_steps / run_s, 1) if run_s > 0 else math.nan,
         "final_return": row.get("episode_return", math.nan),
         "final_episode_length": row.get("episode_length", math.nan),
         "params_checksum": params_checksum(saved),
         "metrics": {k[len("task/") :]: v for k, v in row.items() if k.startswith("task/")},
         "devices": int(mesh.devices.size),
+        "resumed_from_chunk": start_chunk if cfg.resume else None,
         "run_dir": run_dir,
     }
+    if is_pop:
+        members = member_summaries(cfg, state, row, size)
+        best = max(
+            members,
+            key=lambda m: (
+                -math.inf if m["final_return"] != m["final_return"] else m["final_return"]
+            ),
+        )
+        summary.update(population_size=size, members=members, best_member=best["member"])
+        summary["final_return"] = best["final_return"]
+        summary["final_episode_length"] = best["final_episode_length"]
     if run_dir:
         with open(os.path.join(run_dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
     logger.finish(summary)
     return summary
+
+
+def _open_metrics(run_dir: str | None, start_chunk: int):
+    """``metrics.jsonl`` for appending; on resume, rows past the checkpoint are dropped
+    (a killed run may have logged chunks it never checkpointed)."""
+    if not run_dir:
+        return None
+    path = os.path.join(run_dir, "metrics.jsonl")
+    rows: list[str] = []
+    if start_chunk and os.path.isfile(path):
+        with open(path) as f:
+            rows = [r for r in f if r.strip() and json.loads(r)["chunk"] < start_chunk]
+    f = open(path, "w")  # noqa: SIM115 (closed by the caller)
+    f.writelines(rows)
+    return f

@@ -26,9 +26,10 @@ class MeshConfig:
     """Mesh shape (hydra group ``mesh``)."""
 
     name: str = "auto"
-    """Preset name (auto, single, data8, seed4_data2, ...): documentation only."""
-    seed: int = 1
-    """Devices on the population axis."""
+    """Preset name (auto, single, data8, seed8, seed4_data2, ...): documentation only."""
+    seed: int = -1
+    """Devices on the population axis; -1 = the largest divisor of population.size that
+    fits the devices (1 without a population)."""
     data: int = -1
     """Devices on the env-batch axis; -1 = all devices not used by ``seed``."""
     min_envs_per_device: int = 128
@@ -51,22 +52,32 @@ def use_all_cpu_cores(num_devices: int | None = None) -> None:
     os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
-def mesh_shape(cfg: MeshConfig, num_devices: int) -> tuple[int, int]:
+def mesh_shape(cfg: MeshConfig, num_devices: int, population: int = 1) -> tuple[int, int]:
     """``(seed, data)`` device counts; ``ValueError`` naming the key when impossible."""
-    if cfg.seed < 1:
-        raise ValueError(f"mesh.seed={cfg.seed}: must be an integer >= 1")
-    data = num_devices // cfg.seed if cfg.data == -1 else cfg.data
+    seed = cfg.seed
+    if seed == -1:
+        seed = max(d for d in range(1, min(population, num_devices) + 1) if population % d == 0)
+    if seed < 1:
+        raise ValueError(f"mesh.seed={cfg.seed}: must be -1 (auto) or an integer >= 1")
+    if population % seed:
+        raise ValueError(
+            f"mesh.seed={seed}: must divide population.size={population} (members are split "
+            "evenly over the seed axis)"
+        )
+    data = num_devices // seed if cfg.data == -1 else cfg.data
     if data < 1:
         raise ValueError(f"mesh.data={cfg.data}: must be -1 (all remaining devices) or >= 1")
-    if cfg.seed * data > num_devices:
+    if seed * data > num_devices:
         raise ValueError(
-            f"mesh.seed * mesh.data = {cfg.seed} * {data}: needs {cfg.seed * data} devices, "
+            f"mesh.seed * mesh.data = {seed} * {data}: needs {seed * data} devices, "
             f"{num_devices} available"
         )
-    return cfg.seed, data
+    return seed, data
 
 
-def make_mesh(cfg: MeshConfig | None = None, devices: list | None = None) -> Any:
+def make_mesh(
+    cfg: MeshConfig | None = None, devices: list | None = None, population: int = 1
+) -> Any:
     """A ``jax.sharding.Mesh`` with axes ``("seed", "data")``."""
     import jax
     import numpy as np
@@ -74,7 +85,7 @@ def make_mesh(cfg: MeshConfig | None = None, devices: list | None = None) -> Any
 
     cfg = cfg or MeshConfig()
     devices = list(devices if devices is not None else jax.devices())
-    seed, data = mesh_shape(cfg, len(devices))
+    seed, data = mesh_shape(cfg, len(devices), population)
     grid = np.array(devices[: seed * data]).reshape(seed, data)
     return Mesh(grid, (SEED_AXIS, DATA_AXIS))
 
@@ -90,6 +101,19 @@ def fit_data_axis(mesh: Any, num_envs: int, min_envs_per_device: int = 1) -> Any
     if data == mesh.shape[DATA_AXIS]:
         return mesh
     return Mesh(mesh.devices[:, :data], (SEED_AXIS, DATA_AXIS))
+
+
+def train_mesh(cfg: MeshConfig, num_envs: int, population: int = 1) -> Any:
+    """The mesh a training run uses: :func:`make_mesh`, then the data axis trimmed to a
+    divisor of ``num_envs`` (with ``data=-1``, also to >= ``min_envs_per_device`` each)."""
+    min_envs = cfg.min_envs_per_device if cfg.data == -1 else 1
+    mesh = make_mesh(cfg, population=population)
+    if cfg.data != -1 and num_envs % cfg.data:
+        raise ValueError(
+            f"mesh.data={cfg.data}: must divide trainer.num_envs={num_envs} (the env batch is "
+            "split evenly over the data axis)"
+        )
+    return fit_data_axis(mesh, num_envs, min_envs)
 
 
 def _spec(leaf: Any, batch_axes: tuple, batch_size: int, population: bool) -> Any:

@@ -43,7 +43,24 @@ BAD_INPUT = [
     (["agent.network.torso=rnn"], "agent.network.torso='rnn': allowed values are 'mlp', 'cnn'"),
     (["env.params.gravty=1"], "unknown params field(s) ['gravty']"),
     (["env=Debug-PointMass-v0", "env.params.dt=-1"], "params.dt=-1: must be finite and > 0"),
-    (["seed=-1"], "seed=-1: must be an integer in [0, 2**63)"),
+    (["seed=-1"], "seed=-1: must be an integer in [0, 2**63 - population.size]"),
+    (["checkpoint.every=-1"], "checkpoint.every=-1: must be an integer >= 0 (0 = never)"),
+    (["checkpoint.keep=0"], "checkpoint.keep=0: must be an integer >= 1"),
+    (["population.size=0"], "population.size=0: must be an integer >= 1"),
+    (
+        ["population.size=2", "population.hparams.learning_rate=[1e-4]"],
+        "population.hparams.learning_rate=[0.0001]: needs population.size=2 values, got 1",
+    ),
+    (
+        ["population.size=2", "population.hparams.gamma=[0.9,0.99]"],
+        "population.hparams.gamma: unknown; allowed names are ['learning_rate', 'ent_coef',",
+    ),
+    (
+        ["population.size=4", "mesh=seed8"],
+        "mesh.seed=8: must divide population.size=4",
+    ),
+    (["mesh.data=3"], "mesh.data=3: must divide trainer.num_envs=4"),
+    (["resume=/no/such/run"], "resume=/no/such/run: no hordax run there"),
     (["trainer.num_envs"], "Error parsing override 'trainer.num_envs'"),
 ]
 

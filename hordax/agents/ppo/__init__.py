@@ -1,6 +1,14 @@
 """PPO: config, losses and the agent (math only; the loop lives in ``hordax.training``)."""
 
-from hordax.agents.ppo.agent import PPOAgent, PPOBatch, PPOState, make_agent
+from hordax.agents.ppo.agent import TRACED_HPARAMS, PPOAgent, PPOBatch, PPOState, make_agent
 from hordax.agents.ppo.config import PPOConfig, validate_ppo
 
-__all__ = ["PPOAgent", "PPOBatch", "PPOConfig", "PPOState", "make_agent", "validate_ppo"]
+__all__ = [
+    "TRACED_HPARAMS",
+    "PPOAgent",
+    "PPOBatch",
+    "PPOConfig",
+    "PPOState",
+    "make_agent",
+    "validate_ppo",
+]

@@ -16,13 +16,24 @@ from hordax.agents.networks import PolicyHead, ValueHead
 from hordax.agents.ppo.config import PPOConfig
 from hordax.agents.ppo.losses import policy_loss, value_loss
 
+#: Hyperparameters that live in the agent state (``f32[]`` each), so that a population can
+#: ``vmap`` over them (different values per member); the rest of :class:`PPOConfig` is static.
+TRACED_HPARAMS = ("learning_rate", "ent_coef", "vf_coef", "clip_eps", "gae_lambda")
+
 
 @struct.dataclass
 class PPOState:
-    """Agent state: ``params = {"actor": ..., "critic": ...}`` and Adam's state."""
+    """Agent state.
+
+    ``params = {"actor": ..., "critic": ...}``; ``opt_state``: gradient clipping and Adam's
+    moments; ``hparams``: :data:`TRACED_HPARAMS` as ``f32[]`` scalars; ``step``: ``i32[]``
+    optimizer steps taken (drives learning-rate annealing).
+    """
 
     params: Any
     opt_state: Any
+    hparams: dict
+    step: jax.Array
 
 
 @struct.dataclass
@@ -61,15 +72,20 @@ class PPOAgent:
             raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
         self.actor = PolicyHead(config.network, self.action_dim, self.continuous)
         self.critic = ValueHead(config.network)
-        steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
-        lr = (
-            optax.linear_schedule(config.learning_rate, 0.0, steps)
-            if config.anneal_lr
-            else config.learning_rate
-        )
+        self.total_steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
+        # Adam without its learning rate: the (traced, per-member) rate is applied in
+        # ``update`` so that a population can vmap over it.
         self.optimizer = optax.chain(
-            optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5)
+            optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5)
         )
+
+    def learning_rate(self, state: PPOState) -> jax.Array:
+        """The step size of the next optimizer step (``f32[]``): linear decay to 0 if annealed."""
+        lr = state.hparams["learning_rate"]
+        if not self.config.anneal_lr:
+            return lr
+        frac = jnp.clip(state.step.astype(jnp.float32) / self.total_steps, 0.0, 1.0)
+        return lr * (1.0 - frac)
 
     # --- acting -------------------------------------------------------------------------
     def init(self, key: jax.Array) -> PPOState:
@@ -79,7 +95,8 @@ class PPOAgent:
             "actor": self.actor.init(key_actor, dummy),
             "critic": self.critic.init(key_critic, dummy),
         }
-        return PPOState(params, self.optimizer.init(params))
+        hparams = {k: jnp.float32(getattr(self.config, k)) for k in TRACED_HPARAMS}
+        return PPOState(params, self.optimizer.init(params), hparams, jnp.int32(0))
 
     def _dist(self, actor_params: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         out, log_std = self.actor.apply(actor_params, obs)
@@ -113,17 +130,17 @@ class PPOAgent:
         return self.critic.apply(state.params["critic"], obs)
 
     # --- learning -----------------------------------------------------------------------
-    def _loss(self, params: Any, mb: PPOBatch) -> tuple[jax.Array, dict]:
+    def _loss(self, params: Any, hp: dict, mb: PPOBatch) -> tuple[jax.Array, dict]:
         cfg = self.config
         log_prob, entropy = self._log_prob_entropy(params["actor"], mb.obs, mb.action)
         adv = mb.advantage
         if cfg.normalize_advantages:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, cfg.clip_eps)
+        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, hp["clip_eps"])
         value = self.critic.apply(params["critic"], mb.obs)
-        v_loss = value_loss(value, mb.value, mb.target, cfg.clip_eps, cfg.clip_value)
+        v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value)
         ent = jnp.mean(entropy)
-        total = pi_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+        total = pi_loss + hp["vf_coef"] * v_loss - hp["ent_coef"] * ent
         return total, {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": ent, **diag}
 
     def update(self, state: PPOState, batch: PPOBatch, key: jax.Array) -> tuple[PPOState, dict]:
@@ -133,11 +150,14 @@ class PPOAgent:
         mb_size = n // cfg.num_minibatches
 
         def minibatch_step(st: PPOState, mb: PPOBatch):
-            (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(st.params, mb)
+            (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(
+                st.params, st.hparams, mb
+            )
             updates, opt_state = self.optimizer.update(grads, st.opt_state, st.params)
-            params = optax.apply_updates(st.params, updates)
+            lr = self.learning_rate(st)
+            params = optax.apply_updates(st.params, jax.tree.map(lambda u: -lr * u, updates))
             metrics = {**metrics, "loss": loss, "grad_norm": optax.global_norm(grads)}
-            return PPOState(params, opt_state), metrics
+            return st.replace(params=params, opt_state=opt_state, step=st.step + 1), metrics
 
         def epoch(st: PPOState, key_perm: jax.Array):
             perm = jax.random.permutation(key_perm, n)
