@@ -9,6 +9,7 @@ member ``i`` computes what a separate run with those settings computes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,9 +44,7 @@ def validate_population(cfg: PopulationConfig, traced: tuple[str, ...]) -> None:
                 f"population.hparams.{name}={values}: needs population.size={cfg.size} values,"
                 f" got {len(values)}"
             )
-        if not all(
-            isinstance(v, int | float) and v == v and abs(v) != float("inf") for v in values
-        ):
+        if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
             raise ValueError(f"population.hparams.{name}={values}: values must be finite numbers")
 
 

@@ -243,9 +243,13 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
                 metrics_file.write(json.dumps(row) + "\n")
                 metrics_file.flush()
             check_finite(metrics, c * resolved.chunk_updates + 1, is_pop)
-            if ckpt is not None and cfg.checkpoint.every > 0:
-                if (c + 1) % cfg.checkpoint.every == 0 or c + 1 == resolved.num_chunks:
-                    ckpt.save(c + 1, state)
+            every = cfg.checkpoint.every
+            if (
+                ckpt is not None
+                and every > 0
+                and ((c + 1) % every == 0 or c + 1 == resolved.num_chunks)
+            ):
+                ckpt.save(c + 1, state)
             logger.log({k: v for k, v in row.items() if k != "members"}, step=env_steps)
             bar.update(steps_per_chunk)
             bar.set_postfix(ret=f"{row['episode_return']:.1f}", sps=f"{row['sps']:.3g}")
