@@ -18,13 +18,19 @@ from pathlib import Path
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
 
-USAGE = """usage: hordax train [hydra overrides ...]
+USAGE = """usage: hordax {train,bench} [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
   hordax train env=Pendulum-v1                   any registered hordax or gymnax id
   hordax train agent.learning_rate=1e-3 seed=3   any config key (see configs/)
   hordax train logger=wandb                      Weights & Biases, offline by default
   hordax train --cfg job                         print the composed config
+  hordax train checkpoint.every=5                checkpoint every 5 chunks
+  hordax train resume=runs/CartPole-v1/ppo/DATE  continue a run from its newest checkpoint
+  hordax train population.size=8                 8 seeds in one vmapped program
+  hordax bench env=CartPole-v1 num_envs=4096     random-action env steps/s (JSON line)
+  hordax bench mode=train num_envs=1024          PPO training steps/s
+  hordax bench -m env=CartPole-v1,Pendulum-v1 num_envs=256,4096,16384   CSV + PNG plot
 """
 
 
@@ -44,11 +50,13 @@ def _register_schemas() -> None:
     from hydra.core.config_store import ConfigStore
 
     from hordax.agents.ppo.config import PPOConfig
+    from hordax.training.bench import BenchConfig
     from hordax.training.config import EnvConfig, LoggerConfig, OnPolicyTrainerConfig, TrainConfig
     from hordax.training.sharding import MeshConfig
 
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
+    cs.store(name="bench_schema", node=BenchConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
     cs.store(group="agent", name="ppo_schema", node=PPOConfig)
     cs.store(group="trainer", name="on_policy_schema", node=OnPolicyTrainerConfig)
@@ -116,12 +124,12 @@ def _remove_empty_run_dir(run_dir: str) -> None:
         parent = parent.parent
 
 
-def _allowed_keys(cfg_dir: Path, dotted: str) -> list[str]:
+def _allowed_keys(cfg_dir: Path, dotted: str, config_name: str = "train") -> list[str]:
     """Keys of the node that holds ``dotted`` in the default composed config."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(str(cfg_dir), version_base=None):
-        node = compose("train")
+        node = compose(config_name)
     for part in dotted.split(".")[:-1]:
         node = node.get(part) if hasattr(node, "get") else None
         if node is None:
@@ -129,7 +137,7 @@ def _allowed_keys(cfg_dir: Path, dotted: str) -> list[str]:
     return sorted(node.keys()) if hasattr(node, "keys") else []
 
 
-def precheck_overrides(overrides: list[str], cfg_dir: Path) -> None:
+def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "train") -> None:
     """Compose once with hydra's compose API; turn its errors into one-line messages."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import (
@@ -141,7 +149,7 @@ def precheck_overrides(overrides: list[str], cfg_dir: Path) -> None:
     overrides = [o for o in overrides if not o.startswith(("-", "hydra.", "+hydra."))]
     try:
         with initialize_config_dir(str(cfg_dir), version_base=None):
-            compose("train", overrides=overrides)
+            compose(config_name, overrides=overrides)
     except MissingConfigException as e:
         group = (e.missing_cfg_file or "").split("/")[0]
         choice = next((o for o in overrides if o.startswith(f"{group}=")), group)
@@ -155,7 +163,7 @@ def precheck_overrides(overrides: list[str], cfg_dir: Path) -> None:
         arg = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
         first = str(cause).splitlines()[0] if cause else str(e).splitlines()[0]
         if type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
-            allowed = _allowed_keys(cfg_dir, key)
+            allowed = _allowed_keys(cfg_dir, key, config_name)
             _fail(f"{arg}: unknown key {key!r}; allowed keys here: {allowed}", code=2)
         _fail(f"{arg}: {first}", code=2)
 
@@ -212,6 +220,31 @@ def _train_task(dict_cfg) -> None:
     print(json.dumps(summary), flush=True)
 
 
+def _bench_task(dict_cfg) -> None:
+    """The hydra task of ``hordax bench``: measure, print one JSON line, append to the CSV
+    (the sweep directory's under ``-m``) and redraw the PNG plot beside it."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from hordax.training.bench import append_csv, plot_csv, run_bench
+
+    hc = HydraConfig.get()
+    cfg = OmegaConf.to_object(dict_cfg)
+    try:
+        row = run_bench(cfg)
+    except (ValueError, TypeError) as e:
+        _fail(str(e))
+    out_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.runtime.output_dir
+    os.makedirs(out_dir, exist_ok=True)
+    csv_path = os.path.join(out_dir, cfg.results)
+    append_csv(csv_path, row)
+    plot_csv(csv_path, os.path.splitext(csv_path)[0] + ".png")
+    print(json.dumps(row), flush=True)
+
+
+COMMANDS = {"train": ("train", _train_task), "bench": ("bench", _bench_task)}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``hordax`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -219,8 +252,9 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE)
         raise SystemExit(0 if argv else 2)
     command, rest = argv[0], argv[1:]
-    if command != "train":
-        _fail(f"unknown command {command!r}; allowed: train\n{USAGE}")
+    if command not in COMMANDS:
+        _fail(f"unknown command {command!r}; allowed: {sorted(COMMANDS)}\n{USAGE}")
+    config_name, task_fn = COMMANDS[command]
     # One XLA host device per CPU core, before jax initializes (DESIGN: use every core).
     from hordax.training.sharding import use_all_cpu_cores
 
@@ -230,10 +264,15 @@ def main(argv: list[str] | None = None) -> None:
 
     cfg_dir = config_dir()
     _register_schemas()
-    overrides = rewrite_env_override(resume_overrides(rest), cfg_dir)
-    precheck_overrides(overrides, cfg_dir)
-    task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name="train")(_train_task)
-    sys.argv = [f"hordax {command}", *overrides]
+    if command == "train":
+        rest = rewrite_env_override(resume_overrides(rest), cfg_dir)
+    else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
+        rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
+        rest = [f"++{a}" if a.startswith(("env.params.", "env.kwargs.")) else a for a in rest]
+    if not any(a in ("-m", "--multirun") for a in rest):  # sweeps are checked per job
+        precheck_overrides(rest, cfg_dir, config_name)
+    task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name=config_name)(task_fn)
+    sys.argv = [f"hordax {command}", *rest]
     task()
 
 

@@ -1,0 +1,265 @@
+"""Throughput measurements behind ``hordax bench`` (no hydra here; the CLI composes).
+
+- ``mode=random``: env steps/s of ``num_envs`` environments stepped with uniformly random
+  actions inside one jitted ``lax.scan``, through the same wrapper stack the trainers use
+  (``VecEnv(LogEpisode(ClipAction(env)))``), the batch sharded over the mesh's ``data``
+  axis. With ``baseline=true`` the bare ``jax.vmap(env.step)`` of the same env (gymnax's own
+  API, no hordax wrapper) is timed in the same process on the same mesh, and
+  ``overhead_pct`` is how much slower hordax's stack is.
+- ``mode=train``: env steps/s of whole PPO updates (rollout, GAE, minibatch epochs) at
+  ``num_envs``, through the trainer's own sharded chunk program.
+
+Compile time is measured apart from run time; ``sps`` is the median over ``repeats``
+timed runs after compilation. Each measurement is one dict (the CLI prints it as one
+JSON line and appends it to ``results.csv``; :func:`plot_csv` draws steps/s against
+``num_envs``).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+
+from hordax.training import sharding
+from hordax.training.config import EnvConfig
+from hordax.training.sharding import MeshConfig
+
+CSV_FIELDS = (
+    "mode",
+    "env",
+    "num_envs",
+    "steps",
+    "devices",
+    "device_kind",
+    "compile_s",
+    "run_s",
+    "sps",
+    "baseline_sps",
+    "overhead_pct",
+)
+
+
+@dataclass
+class BenchConfig:
+    """``hordax bench`` (configs/bench.yaml)."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """Env id, constructor kwargs and params overrides (``env=<id>`` sets ``env.id``)."""
+    num_envs: int = 4096
+    """Parallel environments."""
+    steps: int = 1000
+    """Steps per environment in one timed run (train mode: rounded to whole updates)."""
+    mode: str = "random"
+    """'random' (random-action env stepping) or 'train' (PPO training steps/s)."""
+    repeats: int = 3
+    """Timed runs after compilation; the median is reported."""
+    baseline: bool = True
+    """random mode: also time the bare vmapped env.step (gymnax API) in the same process."""
+    rollout_length: int = 32
+    """train mode: steps per env per PPO update."""
+    num_minibatches: int = 4
+    """train mode: PPO minibatches per epoch."""
+    mesh: MeshConfig = field(default_factory=MeshConfig)
+    results: str = "results.csv"
+    """CSV (appended) in the output directory; a PNG plot is drawn beside it."""
+
+
+def validate_bench(cfg: BenchConfig) -> None:
+    """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
+    if cfg.mode not in ("random", "train"):
+        raise ValueError(f"mode={cfg.mode}: allowed values are ['random', 'train']")
+    for key in ("num_envs", "steps", "repeats", "rollout_length", "num_minibatches"):
+        if int(getattr(cfg, key)) < 1:
+            raise ValueError(f"{key}={getattr(cfg, key)}: must be an integer >= 1")
+    if cfg.mode == "train" and (cfg.num_envs * cfg.rollout_length) % cfg.num_minibatches:
+        raise ValueError(
+            f"num_minibatches={cfg.num_minibatches}: must divide num_envs * rollout_length = "
+            f"{cfg.num_envs * cfg.rollout_length}"
+        )
+
+
+def _timed(fn: Any, state: Any, repeats: int) -> tuple[float, float, Any]:
+    """(compile_s, median run_s) of ``fn(state)``; ``fn`` is a jitted function."""
+    t = time.perf_counter()
+    compiled = fn.lower(state).compile()
+    compile_s = time.perf_counter() - t
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        state = jax.block_until_ready(compiled(state))
+        times.append(time.perf_counter() - t)
+    return compile_s, statistics.median(times), state
+
+
+def random_rollout_fn(step_batch: Any, sample: Any, steps: int, num_envs: int) -> Any:
+    """``(key, env_state, obs) -> same`` after ``steps`` random-action batch steps."""
+
+    def run(carry: tuple) -> tuple:
+        def body(c: tuple, _: None) -> tuple:
+            key, env_state, obs = c
+            key, key_act, key_step = jax.random.split(key, 3)
+            action = jax.vmap(sample)(jax.random.split(key_act, num_envs))
+            obs, env_state, *_ = step_batch(key_step, env_state, action)
+            return (key, env_state, obs), None
+
+        return jax.lax.scan(body, carry, None, length=steps)[0]
+
+    return run
+
+
+def measure_random(cfg: BenchConfig) -> dict[str, Any]:
+    """Random-action env steps/s of hordax's wrapper stack (and the bare env as baseline)."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from hordax.envs.wrappers import ClipAction, LogEpisode, VecEnv
+
+    env, params = _make(cfg)
+    mesh = sharding.train_mesh(cfg.mesh, cfg.num_envs)
+    n = cfg.num_envs
+    space = env.action_space(params)
+
+    def sample(key: jax.Array) -> jax.Array:
+        return space.sample(key)
+
+    batch = NamedSharding(mesh, P(sharding.DATA_AXIS))
+    repl = NamedSharding(mesh, P())
+
+    def shard(tree: Any) -> Any:
+        return jax.tree.map(lambda x: jax.device_put(x, batch if x.ndim else repl), tree)
+
+    def measure(reset_batch: Any, step_batch: Any) -> tuple[float, float]:
+        obs, state = reset_batch(jax.random.key(0))
+        carry = (jax.random.key(1), shard(state), shard(obs))
+        fn = jax.jit(random_rollout_fn(step_batch, sample, cfg.steps, n))
+        compile_s, run_s, _ = _timed(fn, carry, cfg.repeats)
+        return compile_s, run_s
+
+    stack = VecEnv(LogEpisode(ClipAction(env)), n)
+    compile_s, run_s = measure(
+        lambda k: stack.reset(k, params), lambda k, s, a: stack.step(k, s, a, params)
+    )
+    row = _row(cfg, mesh, compile_s, run_s, cfg.steps * n)
+    if cfg.baseline:
+        vreset = jax.vmap(env.reset, in_axes=(0, None))
+        vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+        _, base_s = measure(
+            lambda k: vreset(jax.random.split(k, n), params),
+            lambda k, s, a: vstep(jax.random.split(k, n), s, a, params),
+        )
+        row["baseline_sps"] = round(cfg.steps * n / base_s, 1)
+        row["overhead_pct"] = round(100.0 * (run_s / base_s - 1.0), 2)
+    return row
+
+
+def measure_train(cfg: BenchConfig) -> dict[str, Any]:
+    """PPO training env steps/s (whole updates) at ``num_envs``."""
+    from hordax.agents.ppo import PPOConfig
+    from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate
+    from hordax.training.on_policy import OnPolicyTrainer
+    from hordax.training.run import make_programs
+
+    env, params = _make(cfg)
+    updates = max(1, cfg.steps // cfg.rollout_length)
+    steps_per_update = cfg.num_envs * cfg.rollout_length
+    train_cfg = TrainConfig(
+        trainer=OnPolicyTrainerConfig(
+            num_envs=cfg.num_envs,
+            rollout_length=cfg.rollout_length,
+            total_env_steps=updates * steps_per_update,
+            num_chunks=1,
+        ),
+        agent=PPOConfig(num_minibatches=cfg.num_minibatches),
+        mesh=cfg.mesh,
+    )
+    resolved = validate(train_cfg)
+    trainer = OnPolicyTrainer(train_cfg.trainer, train_cfg.agent, env, params, resolved)
+    progs = make_programs(train_cfg, trainer, resolved)
+    state = progs.init(*progs.init_args)
+    compile_s, run_s, _ = _timed(jax.jit(lambda s: progs.chunk(s)[0]), state, cfg.repeats)
+    return _row(cfg, progs.mesh, compile_s, run_s, resolved.env_steps)
+
+
+def _make(cfg: BenchConfig) -> tuple[Any, Any]:
+    from hordax.envs.registry import make
+
+    return make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
+
+
+def _row(cfg: BenchConfig, mesh: Any, compile_s: float, run_s: float, steps: int) -> dict:
+    return {
+        "mode": cfg.mode,
+        "env": cfg.env.id,
+        "num_envs": cfg.num_envs,
+        "steps": steps,
+        "devices": int(mesh.devices.size),
+        "device_kind": f"{jax.devices()[0].device_kind} ({platform.machine()}, "
+        f"{os.cpu_count()} cores)",
+        "compile_s": round(compile_s, 3),
+        "run_s": round(run_s, 4),
+        "sps": round(steps / run_s, 1),
+        "jax": jax.__version__,
+    }
+
+
+def run_bench(cfg: BenchConfig) -> dict[str, Any]:
+    validate_bench(cfg)
+    return measure_random(cfg) if cfg.mode == "random" else measure_train(cfg)
+
+
+def append_csv(path: str, row: dict[str, Any]) -> None:
+    """Append ``row`` (the :data:`CSV_FIELDS`) to ``path``, writing a header if new."""
+    new = not os.path.isfile(path)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        if new:
+            w.writeheader()
+        w.writerow({k: row.get(k, "") for k in CSV_FIELDS})
+
+
+def plot_csv(path: str, png: str) -> None:
+    """Steps/s against num_envs (log-log), one line per (mode, env) and per baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        series.setdefault(f"{r['env']} ({r['mode']}, hordax)", []).append(
+            (int(r["num_envs"]), float(r["sps"]))
+        )
+        if r.get("baseline_sps"):
+            series.setdefault(f"{r['env']} ({r['mode']}, bare gymnax vmap)", []).append(
+                (int(r["num_envs"]), float(r["baseline_sps"]))
+            )
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o",
+            linestyle="--" if "gymnax" in label else "-",
+            label=label,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("num_envs")
+    ax.set_ylabel("env steps / s")
+    kind = rows[0]["device_kind"] if rows else ""
+    ax.set_title(f"hordax bench ({kind})", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
