@@ -6,10 +6,12 @@ diagonal Gaussian mean ``[B, d]``, ``log_std [d]`` and actions float32 ``[B, d]`
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
-_LOG_2PI = float(jnp.log(2 * jnp.pi))
+_LOG_2PI = math.log(2 * math.pi)
 
 
 def categorical_sample(key: jax.Array, logits: jax.Array) -> jax.Array:

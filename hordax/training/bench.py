@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from hordax.training import sharding
 from hordax.training.config import EnvConfig
@@ -58,8 +59,8 @@ class BenchConfig:
     """Steps per environment in one timed run (train mode: rounded to whole updates)."""
     mode: str = "random"
     """'random' (random-action env stepping) or 'train' (PPO training steps/s)."""
-    repeats: int = 3
-    """Timed runs after compilation; the median is reported."""
+    repeats: int = 5
+    """Timed runs after compilation (interleaved with the baseline's); the median is reported."""
     baseline: bool = True
     """random mode: also time the bare vmapped env.step (gymnax API) in the same process."""
     rollout_length: int = 32
@@ -99,19 +100,34 @@ def _timed(fn: Any, state: Any, repeats: int) -> tuple[float, float, Any]:
 
 
 def random_rollout_fn(step_batch: Any, sample: Any, steps: int, num_envs: int) -> Any:
-    """``(key, env_state, obs) -> same`` after ``steps`` random-action batch steps."""
+    """``carry -> carry`` after ``steps`` random-action batch steps.
+
+    ``carry = (key, env_state, obs, reward_sum f32[B], ends i32[B])``: rewards and episode
+    ends are consumed as a trainer would consume them, so XLA cannot drop the reward or
+    termination computation of one program and not of another.
+    """
 
     def run(carry: tuple) -> tuple:
         def body(c: tuple, _: None) -> tuple:
-            key, env_state, obs = c
+            key, env_state, obs, reward_sum, ends = c
             key, key_act, key_step = jax.random.split(key, 3)
             action = jax.vmap(sample)(jax.random.split(key_act, num_envs))
-            obs, env_state, *_ = step_batch(key_step, env_state, action)
-            return (key, env_state, obs), None
+            obs, env_state, reward, terminated, truncated, _ = step_batch(
+                key_step, env_state, action
+            )
+            reward_sum = reward_sum + reward.reshape(num_envs, -1).sum(-1)
+            ends = ends + (terminated | truncated).astype(jnp.int32)
+            return (key, env_state, obs, reward_sum, ends), None
 
         return jax.lax.scan(body, carry, None, length=steps)[0]
 
     return run
+
+
+def random_rollout_carry(key: jax.Array, env_state: Any, obs: Any, num_envs: int) -> tuple:
+    """The initial carry of :func:`random_rollout_fn`."""
+    zeros = jnp.zeros(num_envs, jnp.float32)
+    return (key, env_state, obs, zeros, jnp.zeros(num_envs, jnp.int32))
 
 
 def measure_random(cfg: BenchConfig) -> dict[str, Any]:
@@ -133,27 +149,43 @@ def measure_random(cfg: BenchConfig) -> dict[str, Any]:
     repl = NamedSharding(mesh, P())
 
     def shard(tree: Any) -> Any:
+        # Every array with an axis is a batch [B, ...]; keys and scalars are replicated.
         return jax.tree.map(lambda x: jax.device_put(x, batch if x.ndim else repl), tree)
 
-    def measure(reset_batch: Any, step_batch: Any) -> tuple[float, float]:
+    def compiled(reset_batch: Any, step_batch: Any) -> tuple[float, Any, tuple]:
         obs, state = reset_batch(jax.random.key(0))
-        carry = (jax.random.key(1), shard(state), shard(obs))
+        carry = shard(random_rollout_carry(jax.random.key(1), state, obs, n))
         fn = jax.jit(random_rollout_fn(step_batch, sample, cfg.steps, n))
-        compile_s, run_s, _ = _timed(fn, carry, cfg.repeats)
-        return compile_s, run_s
+        t = time.perf_counter()
+        fn = fn.lower(carry).compile()
+        compile_s = time.perf_counter() - t
+        jax.block_until_ready(fn(carry))  # warm-up run
+        return compile_s, fn, carry
 
     stack = VecEnv(LogEpisode(ClipAction(env)), n)
-    compile_s, run_s = measure(
-        lambda k: stack.reset(k, params), lambda k, s, a: stack.step(k, s, a, params)
-    )
-    row = _row(cfg, mesh, compile_s, run_s, cfg.steps * n)
+    programs = {
+        "hordax": compiled(
+            lambda k: stack.reset(k, params), lambda k, s, a: stack.step(k, s, a, params)
+        )
+    }
     if cfg.baseline:
         vreset = jax.vmap(env.reset, in_axes=(0, None))
         vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-        _, base_s = measure(
+        programs["bare"] = compiled(
             lambda k: vreset(jax.random.split(k, n), params),
             lambda k, s, a: vstep(jax.random.split(k, n), s, a, params),
         )
+    # Interleaved timed runs, so that drift in machine load hits both programs alike.
+    times: dict[str, list[float]] = {name: [] for name in programs}
+    for _ in range(cfg.repeats):
+        for name, (_, fn, carry) in programs.items():
+            t = time.perf_counter()
+            jax.block_until_ready(fn(carry))
+            times[name].append(time.perf_counter() - t)
+    run_s = statistics.median(times["hordax"])
+    row = _row(cfg, mesh, programs["hordax"][0], run_s, cfg.steps * n)
+    if cfg.baseline:
+        base_s = statistics.median(times["bare"])
         row["baseline_sps"] = round(cfg.steps * n / base_s, 1)
         row["overhead_pct"] = round(100.0 * (run_s / base_s - 1.0), 2)
     return row
@@ -203,7 +235,7 @@ def _row(cfg: BenchConfig, mesh: Any, compile_s: float, run_s: float, steps: int
         "device_kind": f"{jax.devices()[0].device_kind} ({platform.machine()}, "
         f"{os.cpu_count()} cores)",
         "compile_s": round(compile_s, 3),
-        "run_s": round(run_s, 4),
+        "run_s": round(run_s, 6),
         "sps": round(steps / run_s, 1),
         "jax": jax.__version__,
     }

@@ -98,6 +98,40 @@ def resume_overrides(args: list[str]) -> list[str]:
     return [*before, *args, f"hydra.run.dir={run_dir}"]
 
 
+def distributed_kwargs(environ: dict) -> dict:
+    """``jax.distributed.initialize`` arguments from JAX_COORDINATOR_ADDRESS,
+    JAX_NUM_PROCESSES and JAX_PROCESS_ID (those unset are left to JAX's own detection of
+    SLURM, Open MPI, ...); a malformed value exits with a one-line error naming it."""
+    kwargs: dict = {}
+    if environ.get("JAX_COORDINATOR_ADDRESS"):
+        kwargs["coordinator_address"] = environ["JAX_COORDINATOR_ADDRESS"]
+    for var, key in (("JAX_NUM_PROCESSES", "num_processes"), ("JAX_PROCESS_ID", "process_id")):
+        if environ.get(var):
+            try:
+                kwargs[key] = int(environ[var])
+            except ValueError:
+                _fail(f"{var}={environ[var]!r}: must be an integer")
+            if kwargs[key] < (1 if key == "num_processes" else 0):
+                _fail(f"{var}={environ[var]}: must be >= {1 if key == 'num_processes' else 0}")
+    return kwargs
+
+
+def _wants_distributed(args: list[str]) -> bool:
+    values = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith("distributed=")]
+    return bool(values) and values[-1].lower() in ("true", "yes", "1", "on")
+
+
+def _init_distributed() -> None:
+    """``jax.distributed.initialize`` before anything touches XLA: it must run before the
+    first JAX computation, and importing gymnax (hence hordax's agents) already computes."""
+    import jax
+
+    try:
+        jax.distributed.initialize(**distributed_kwargs(os.environ))
+    except (RuntimeError, ValueError) as e:
+        _fail(f"distributed=true: jax.distributed.initialize() failed: {e}")
+
+
 def _fail(message: str, code: int = 2, run_dir: str | None = None) -> None:
     if run_dir and os.path.isdir(run_dir):
         _remove_empty_run_dir(run_dir)
@@ -186,16 +220,6 @@ def _train_task(dict_cfg) -> None:
     except Exception as e:  # missing mandatory values and the like
         _fail(str(e).splitlines()[0], run_dir=run_dir)
     cfg = dataclasses.replace(cfg, run_dir=run_dir)
-    if cfg.distributed:
-        import jax
-
-        # Coordinator address, process count and id come from the environment
-        # (JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID) or a cluster
-        # scheduler JAX recognizes (SLURM, Open MPI, ...).
-        try:
-            jax.distributed.initialize()
-        except (RuntimeError, ValueError) as e:
-            _fail(f"distributed=true: jax.distributed.initialize() failed: {e}", run_dir=run_dir)
     try:
         resolved = validate(cfg)
     except ConfigError as e:
@@ -263,12 +287,14 @@ def main(argv: list[str] | None = None) -> None:
     import hydra
 
     cfg_dir = config_dir()
-    _register_schemas()
     if command == "train":
         rest = rewrite_env_override(resume_overrides(rest), cfg_dir)
+        if _wants_distributed(rest):
+            _init_distributed()
     else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
         rest = [f"++{a}" if a.startswith(("env.params.", "env.kwargs.")) else a for a in rest]
+    _register_schemas()
     if not any(a in ("-m", "--multirun") for a in rest):  # sweeps are checked per job
         precheck_overrides(rest, cfg_dir, config_name)
     task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name=config_name)(task_fn)

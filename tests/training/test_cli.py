@@ -179,3 +179,38 @@ def test_cli__default_pendulum_reaches_minus_250(tmp_path):
     """`hordax train env=Pendulum-v1` with its default (tuned) config reaches >= -250."""
     summary, _ = _run_cli(["env=Pendulum-v1", "progress=false"], tmp_path)
     assert summary["final_return"] >= -250, summary
+
+
+def test_cli__distributed_single_process_run(tmp_path, monkeypatch):
+    """distributed=true initializes jax.distributed (1 process here) before any JAX work."""
+    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "127.0.0.1:23457")
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "1")
+    monkeypatch.setenv("JAX_PROCESS_ID", "0")
+    summary, _ = _run_cli(
+        [
+            "distributed=true",
+            "trainer.total_env_steps=1024",
+            "trainer.num_chunks=1",
+            "progress=false",
+        ],
+        tmp_path,
+    )
+    assert summary["env_steps"] == 1024 and summary["devices"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"JAX_NUM_PROCESSES": "two"}, "JAX_NUM_PROCESSES='two': must be an integer"),
+        ({"JAX_PROCESS_ID": "-1"}, "JAX_PROCESS_ID=-1: must be >= 0"),
+    ],
+)
+def test_cli__distributed_bad_environment_is_named(environ, message, capsys):
+    from hordax.training.cli import distributed_kwargs
+
+    with pytest.raises(SystemExit) as exc:
+        distributed_kwargs(environ)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert distributed_kwargs(
+        {"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}
+    ) == {"coordinator_address": "h:1", "num_processes": 2, "process_id": 1}
