@@ -145,12 +145,25 @@ def normalize_indicators(indicators: np.ndarray, close: np.ndarray) -> np.ndarra
 
 
 def turbulence(close: np.ndarray, window: int = 252) -> np.ndarray:
-    """``f64[T]`` Mahalanobis turbulence of each day's returns against the past ``window``."""
+    """``f64[T]`` Mahalanobis turbulence of each day's returns against the past ``window``.
+
+    Window means and covariances come from cumulative sums (one batched ``pinv``), the same
+    numbers as ``np.cov`` of each window up to rounding.
+    """
+    T = len(close)
+    out = np.zeros(T)
+    if window + 1 >= T:
+        return out
     r = close[1:] / close[:-1] - 1.0  # r[t-1] = return at t
-    out = np.zeros(len(close))
-    for t in range(window + 1, len(close)):
-        hist = r[t - 1 - window : t - 1]
-        diff = r[t - 1] - hist.mean(axis=0)
-        cov = np.atleast_2d(np.cov(hist, rowvar=False))
-        out[t] = max(float(diff @ np.linalg.pinv(cov) @ diff), 0.0)
+    s1 = np.concatenate([np.zeros((1, r.shape[1])), np.cumsum(r, axis=0)])
+    s2 = np.concatenate(
+        [np.zeros((1, r.shape[1], r.shape[1])), np.cumsum(r[:, :, None] * r[:, None, :], axis=0)]
+    )
+    t = np.arange(window + 1, T)
+    a, b = t - 1 - window, t - 1  # history rows r[a:b]
+    mean = (s1[b] - s1[a]) / window
+    cov = (s2[b] - s2[a] - window * mean[:, :, None] * mean[:, None, :]) / (window - 1)
+    diff = r[t - 1] - mean
+    val = np.einsum("ti,tij,tj->t", diff, np.linalg.pinv(cov, hermitian=True), diff)
+    out[window + 1 :] = np.maximum(val, 0.0)
     return out
