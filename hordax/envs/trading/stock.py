@@ -222,7 +222,9 @@ class StockTrading(Environment[StockState, StockParams]):
         )
         t1 = jnp.minimum(t + 1, params.end - 1).astype(jnp.int32)
         value = (cash + jnp.sum(holdings * params.close[t1])).astype(jnp.float32)
-        change = value - state.value
+        # = value - state.value (trading at close[t] conserves value minus costs), written
+        # without subtracting two ~1e6 numbers so the reward keeps float32 precision
+        change = (jnp.sum(holdings * (params.close[t1] - price)) - cost).astype(jnp.float32)
         new_state = StockState(cash, holdings, value, t1, state.start, state.time + 1)
         terminated = t1 >= params.end - 1
         bah = jnp.mean(params.close[t1] / params.close[state.start]) - 1.0
