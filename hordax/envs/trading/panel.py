@@ -27,7 +27,7 @@ from hordax.envs.trading.indicators import (
 DEFAULT_SPLITS = {
     "sp500": ("2016-01-01", "2019-01-01"),
     "stocks": ("2010-07-01", "2011-10-01"),
-    "btc_usd_1h": ("2019-01-01", "2019-06-01"),
+    "btc_usd_1h": ("2018-10-01", "2019-03-01"),
 }
 WARMUP = 60  # rows before a split's first episode start (the 60-row SMA fills)
 SPLIT_NAMES = ("train", "validation", "test", "all")
