@@ -13,9 +13,10 @@ which coefficients are non-zero, so all of them live in env params and can be vm
 
 The ledger (:func:`execute_orders`) follows FinRL's ``StockTradingEnv``: integer orders, all
 sells first (sell at most the holdings; under turbulence sell everything and buy nothing),
-then buys one asset at a time in decreasing order of the action, each capped by the cash
-left. Two guards keep cash >= 0: a sale whose cost exceeds its proceeds is skipped, and a
-buy is the largest ``n`` with ``n * price + cost(n) <= cash`` (found in closed form for the
+then buys one asset at a time in decreasing order of the integer order (ties: higher asset
+index first, as FinRL's ``np.argsort(actions)[::-1]``), each capped by the cash left.
+Two guards keep cash >= 0: a sale whose cost exceeds its proceeds is skipped, and a buy is
+the largest ``n`` with ``n * price + cost(n) <= cash`` (found in closed form for the
 linear terms, then reduced if the impact term overshoots; ``0`` if no ``n`` fits).
 """
 
@@ -46,7 +47,6 @@ def execute_orders(
     fixed,
     impact,
     liquidate,
-    priority,
 ):
     """Execute integer share ``orders f32[N]`` (sell < 0 < buy) at ``price f32[N]``.
 
@@ -56,7 +56,6 @@ def execute_orders(
         price, sigma, adv: f32 ``[N]`` close, daily volatility, average daily volume.
         buy_pct, sell_pct, fixed, impact: cost coefficients (see module docstring).
         liquidate: bool ``[]``; sell all holdings and buy nothing (turbulence).
-        priority: f32 ``[N]``; buys run in decreasing order of it (FinRL: the action).
 
     Returns:
         ``(cash, holdings, sold f32[N], bought f32[N], cost f32[])``.
@@ -69,7 +68,9 @@ def execute_orders(
     holdings = holdings - sold
 
     want_buy = jnp.where(liquidate, 0.0, jnp.maximum(orders, 0.0))
-    order = jnp.argsort(-priority, stable=True)
+    # FinRL's buy order: np.argsort(orders)[::-1], i.e. the largest integer order first and,
+    # among equal orders, the higher asset index first
+    order = jnp.argsort(orders, stable=True)[::-1]
 
     def buy_one(carry, i):
         cash = carry

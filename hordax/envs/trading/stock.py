@@ -106,7 +106,7 @@ class StockTrading(Environment[StockState, StockParams]):
       ``[N]``, ``holdings * close[t] / initial_cash`` ``[N]`` and the 8 normalized
       indicators per asset ``[N * 8]`` (asset-major).
     - action ``f32[N]`` in ``[-1, 1]``: order ``trunc(a * hmax)`` shares (sell < 0 < buy);
-      sells first, then buys in decreasing order of ``a`` (ledger.execute_orders); out of
+      sells first, then buys from the largest order down (ledger.execute_orders); out of
       range entries are clipped and NaN entries act as 0 (hold).
     - turbulence: if ``turbulence[t] >= turbulence_threshold`` all holdings are sold and no
       buy happens.
@@ -218,7 +218,6 @@ class StockTrading(Environment[StockState, StockParams]):
             fixed=params.fixed_cost,
             impact=params.impact_coef,
             liquidate=liquidate,
-            priority=a,
         )
         t1 = jnp.minimum(t + 1, params.end - 1).astype(jnp.int32)
         value = (cash + jnp.sum(holdings * params.close[t1])).astype(jnp.float32)

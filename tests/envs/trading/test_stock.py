@@ -48,7 +48,7 @@ def ref_step(cash, hold, a, t, P):
             hold[i] -= n
             total_cost += c
     if not turbulent:
-        for i in sorted(range(N), key=lambda j: -a[j]):  # buys, largest action first
+        for i in np.argsort(orders, kind="stable")[::-1]:  # buys: largest order first
             want = max(orders[i], 0.0)
             n = min(want, np.floor(max(cash - P["fixed"], 0) / (price[i] * (1 + P["buy"]))))
             while n > 0 and n * price[i] + cost(n, i, P["buy"]) > cash:
@@ -218,3 +218,25 @@ def test_stock__make_validates_params():
         hordax.make("StockTrading-v0", cost_model="sqrt_impact")
     with pytest.raises(ValueError, match="split='tst'"):
         hordax.make("StockTrading-v0", split="tst")
+
+
+def test_ledger__buy_order_largest_first_ties_to_higher_index():
+    """With cash for one order only, equal orders go to the higher asset index (FinRL's
+    np.argsort(actions)[::-1]); a larger order goes first."""
+    from hordax.envs.trading.ledger import execute_orders
+
+    def run(orders):
+        kw = dict(buy_pct=0.0, sell_pct=0.0, fixed=0.0, impact=0.0, liquidate=jnp.bool_(False))
+        return execute_orders(
+            jnp.float32(1000.0),
+            jnp.zeros(3),
+            jnp.asarray(orders, jnp.float32),
+            jnp.full(3, 10.0),
+            jnp.zeros(3),
+            jnp.zeros(3),
+            **kw,
+        )[1]
+
+    np.testing.assert_array_equal(np.asarray(run([100, 100, 10])), [0, 100, 0])
+    np.testing.assert_array_equal(np.asarray(run([100, 99, 10])), [100, 0, 0])
+    np.testing.assert_array_equal(np.asarray(run([30, 30, 30])), [30, 30, 30])
