@@ -127,7 +127,7 @@ class CryptoTrading(Environment[CryptoState, CryptoParams]):
         if md.num_assets != 1:
             raise ValueError(f"data {md.source} has {md.num_assets} assets: want exactly one")
         lo, end = resolve_split(md, name, split)
-        start_lo = max(lo, min(lo + 168, end - 2))  # the 168-bar SMA factor fills first
+        start_lo = max(lo, min(168, end - 2))  # the 168-bar SMA factor fills first
         if end - start_lo < 2:
             raise ValueError(f"split={split!r} has {end - lo} bars: too short for an episode")
         start_hi = max(start_lo, end - 1 - max_steps_in_episode) if random_start else start_lo
