@@ -240,3 +240,22 @@ def test_ledger__buy_order_largest_first_ties_to_higher_index():
     np.testing.assert_array_equal(np.asarray(run([100, 100, 10])), [0, 100, 0])
     np.testing.assert_array_equal(np.asarray(run([100, 99, 10])), [100, 0, 0])
     np.testing.assert_array_equal(np.asarray(run([30, 30, 30])), [30, 30, 30])
+
+
+def test_stock__ticker_subset_and_ohlcv_data():
+    """tickers= selects columns of the shipped panel and recomputes turbulence on them;
+    the OHLCV dataset runs with the square-root impact model and charges more than 0.1 %."""
+    from hordax.envs.trading import datasets
+    from hordax.envs.trading.indicators import turbulence
+
+    env, p = hordax.make("StockTrading-v0", tickers=("MSFT", "AAPL"))
+    sp = datasets.load_sp500()
+    cols = [sp.tickers.index("MSFT"), sp.tickers.index("AAPL")]
+    np.testing.assert_array_equal(np.asarray(p.close), sp.close[:, cols].astype(np.float32))
+    np.testing.assert_allclose(np.asarray(p.turbulence), turbulence(sp.close[:, cols]), rtol=1e-5)
+    assert env.observation_space(p).shape == (1 + 2 * 2 + 8 * 2,)
+    env, p = hordax.make("StockTrading-v0", data="stocks", cost_model="sqrt_impact", split="test")
+    _, s = env.reset(jax.random.key(0), p)
+    _, s, _, _, _, info = env.step(jax.random.key(1), s, jnp.ones(4), p)
+    traded = float(jnp.sum(s.holdings * p.close[s.t - 1]))
+    assert traded > 0 and float(info["metrics"]["cost"]) > 1e-3 * traded
