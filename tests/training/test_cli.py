@@ -143,8 +143,14 @@ def _run_cli(args, cwd, timeout=400):
     return summary, proc
 
 
-def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path):
-    """The last stdout line is the JSON summary; the run dir has config, metrics, params."""
+def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path, monkeypatch):
+    """The last stdout line is the JSON summary; the run dir has config, metrics, params.
+
+    The run also goes through ``distributed=true`` with one process: jax.distributed is
+    initialized from the JAX_* variables before any JAX work."""
+    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "127.0.0.1:23457")
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "1")
+    monkeypatch.setenv("JAX_PROCESS_ID", "0")
     summary, proc = _run_cli(
         [
             "env=Debug-PointMass-v0",
@@ -152,6 +158,7 @@ def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path):
             "trainer.num_chunks=2",
             "logger=wandb",
             "seed=4",
+            "distributed=true",
         ],
         tmp_path,
     )
@@ -179,23 +186,6 @@ def test_cli__default_pendulum_reaches_minus_250(tmp_path):
     """`hordax train env=Pendulum-v1` with its default (tuned) config reaches >= -250."""
     summary, _ = _run_cli(["env=Pendulum-v1", "progress=false"], tmp_path)
     assert summary["final_return"] >= -250, summary
-
-
-def test_cli__distributed_single_process_run(tmp_path, monkeypatch):
-    """distributed=true initializes jax.distributed (1 process here) before any JAX work."""
-    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "127.0.0.1:23457")
-    monkeypatch.setenv("JAX_NUM_PROCESSES", "1")
-    monkeypatch.setenv("JAX_PROCESS_ID", "0")
-    summary, _ = _run_cli(
-        [
-            "distributed=true",
-            "trainer.total_env_steps=1024",
-            "trainer.num_chunks=1",
-            "progress=false",
-        ],
-        tmp_path,
-    )
-    assert summary["env_steps"] == 1024 and summary["devices"] >= 1
 
 
 @pytest.mark.parametrize(
