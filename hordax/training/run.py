@@ -106,6 +106,13 @@ def check_finite(metrics: dict[str, np.ndarray], first_update: int, population: 
     raise NonFiniteError(f"non-finite {' and '.join(names)} at {where}")
 
 
+def best_index(returns: list[float]) -> int:
+    """Index of the highest return; NaN (no finished episode) counts as the lowest."""
+    return max(
+        range(len(returns)), key=lambda i: -math.inf if math.isnan(returns[i]) else returns[i]
+    )
+
+
 def _cfg_dict(cfg: TrainConfig) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
 
@@ -234,8 +241,8 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
                 members = [
                     summarize_chunk({k: v[i] for k, v in metrics.items()}) for i in range(size)
                 ]
-                returns = [m["episode_return"] for m in members]
-                row["episode_return"] = max(returns, key=lambda r: -math.inf if r != r else r)
+                best = best_index([m["episode_return"] for m in members])
+                row["episode_return"] = members[best]["episode_return"]
                 row["members"] = members
             else:
                 row.update(summarize_chunk(metrics))
@@ -292,12 +299,7 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     }
     if is_pop:
         members = member_summaries(cfg, state, row, size)
-        best = max(
-            members,
-            key=lambda m: (
-                -math.inf if m["final_return"] != m["final_return"] else m["final_return"]
-            ),
-        )
+        best = members[best_index([m["final_return"] for m in members])]
         summary.update(population_size=size, members=members, best_member=best["member"])
         summary["final_return"] = best["final_return"]
         summary["final_episode_length"] = best["final_episode_length"]
