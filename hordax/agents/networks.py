@@ -23,19 +23,27 @@ class NetworkConfig:
     """Network architecture (one per actor and one per critic: no shared torso)."""
 
     torso: str = "mlp"
-    """'mlp' (flattened observation) or 'cnn' (observations [H, W, C] or [H, W])."""
+    """'mlp' (flattened observation), 'cnn' (observations [H, W, C] or [H, W]) or 'grid'
+    (symbolic grids: integer [H, W, C] codes, e.g. (tile, colour), embedded per channel,
+    then the CNN)."""
     hidden_sizes: list[int] = field(default_factory=lambda: [64, 64])
     """Dense layer widths (MLP torso; after the convolutions for the CNN torso)."""
     activation: str = "tanh"
     """One of tanh, relu, swish, gelu, elu."""
     conv_features: list[int] = field(default_factory=lambda: [16, 32])
     """CNN torso: output channels of each 3x3 convolution (stride 1, SAME padding)."""
+    embed_vocab: int = 16
+    """grid torso: codes per channel (values are clipped into [0, embed_vocab - 1])."""
+    embed_dim: int = 8
+    """grid torso: embedding width per channel."""
+    rnn_size: int = 0
+    """GRU hidden size after the torso (recurrent policy and value); 0 = feed-forward."""
 
 
 def validate_network(cfg: NetworkConfig, prefix: str = "agent.network") -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
-    if cfg.torso not in ("mlp", "cnn"):
-        raise ValueError(f"{prefix}.torso={cfg.torso!r}: allowed values are 'mlp', 'cnn'")
+    if cfg.torso not in ("mlp", "cnn", "grid"):
+        raise ValueError(f"{prefix}.torso={cfg.torso!r}: allowed values are 'mlp', 'cnn', 'grid'")
     if cfg.activation not in ACTIVATIONS:
         raise ValueError(
             f"{prefix}.activation={cfg.activation!r}: allowed values are {sorted(ACTIVATIONS)}"
@@ -44,7 +52,14 @@ def validate_network(cfg: NetworkConfig, prefix: str = "agent.network") -> None:
         raise ValueError(
             f"{prefix}.hidden_sizes={list(cfg.hidden_sizes)}: need >= 1 layer, each >= 1"
         )
-    if cfg.torso == "cnn" and (not cfg.conv_features or any(int(c) < 1 for c in cfg.conv_features)):
+    for key in ("embed_vocab", "embed_dim"):
+        if int(getattr(cfg, key)) < 1:
+            raise ValueError(f"{prefix}.{key}={getattr(cfg, key)}: must be an integer >= 1")
+    if int(cfg.rnn_size) < 0:
+        raise ValueError(f"{prefix}.rnn_size={cfg.rnn_size}: must be an integer >= 0 (0 = none)")
+    if cfg.torso in ("cnn", "grid") and (
+        not cfg.conv_features or any(int(c) < 1 for c in cfg.conv_features)
+    ):
         raise ValueError(
             f"{prefix}.conv_features={list(cfg.conv_features)}: need >= 1 layer, each >= 1"
         )
@@ -90,15 +105,87 @@ class CNN(nn.Module):
         return MLP(self.hidden_sizes, self.activation)(x)
 
 
+class GridEmbed(nn.Module):
+    """Symbolic grid ``int[B, H, W, C]`` -> per-channel embeddings ``f32[B, H, W, C * dim]``
+    -> the :class:`CNN`. Codes outside ``[0, vocab)`` are clipped into it."""
+
+    vocab: int
+    dim: int
+    conv_features: Sequence[int]
+    hidden_sizes: Sequence[int]
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        codes = jnp.clip(jnp.asarray(x).astype(jnp.int32), 0, self.vocab - 1)
+        if codes.ndim == 3:  # [B, H, W] -> [B, H, W, 1]
+            codes = codes[..., None]
+        embedded = [
+            nn.Embed(self.vocab, self.dim, name=f"embed_{c}")(codes[..., c])
+            for c in range(codes.shape[-1])
+        ]
+        return CNN(self.conv_features, self.hidden_sizes, self.activation)(
+            jnp.concatenate(embedded, axis=-1)
+        )
+
+
 def make_torso(cfg: NetworkConfig) -> nn.Module:
     if cfg.torso == "cnn":
         return CNN(tuple(cfg.conv_features), tuple(cfg.hidden_sizes), cfg.activation)
+    if cfg.torso == "grid":
+        return GridEmbed(
+            int(cfg.embed_vocab),
+            int(cfg.embed_dim),
+            tuple(cfg.conv_features),
+            tuple(cfg.hidden_sizes),
+            cfg.activation,
+        )
     return MLP(tuple(cfg.hidden_sizes), cfg.activation)
 
 
+class ResetGRU(nn.Module):
+    """A GRU over time whose carry is zeroed where ``resets`` is True (episode starts).
+
+    ``carry f32[B, H]``, ``xs f32[T, B, F]``, ``resets bool[T, B]`` ->
+    ``(carry after the last step [B, H], outputs f32[T, B, H])``.
+    """
+
+    features: int
+
+    @nn.compact
+    def __call__(self, carry: jax.Array, xs: jax.Array, resets: jax.Array):
+        def step(cell: nn.Module, c: jax.Array, inputs: tuple) -> tuple:
+            x, reset = inputs
+            c = jnp.where(reset[:, None], jnp.zeros_like(c), c)
+            return cell(c, x)
+
+        scan = nn.scan(
+            step, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0
+        )
+        return scan(nn.GRUCell(self.features), carry, (xs, resets))
+
+
+class _ActionOut(nn.Module):
+    """Logits ``[..., n]`` (discrete) or mean ``[..., d]`` plus a state-independent
+    ``log_std [d]`` (continuous); small init (gain 0.01)."""
+
+    action_dim: int
+    continuous: bool
+
+    @nn.compact
+    def __call__(self, h: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+        out = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(h)
+        if not self.continuous:
+            return out, None
+        return out, self.param("log_std", nn.initializers.zeros, (self.action_dim,))
+
+
+def _value_out(h: jax.Array) -> jax.Array:
+    return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(h)[..., 0]
+
+
 class PolicyHead(nn.Module):
-    """Torso + linear head: logits ``[B, n]`` (discrete) or mean ``[B, d]`` plus a
-    state-independent ``log_std [d]`` (continuous). Small head init (gain 0.01)."""
+    """Torso + :class:`_ActionOut`: ``obs [B, ...] -> (logits or mean [B, n], log_std)``."""
 
     cfg: NetworkConfig
     action_dim: int
@@ -106,12 +193,7 @@ class PolicyHead(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-        h = make_torso(self.cfg)(obs)
-        out = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(h)
-        if not self.continuous:
-            return out, None
-        log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
-        return out, log_std
+        return _ActionOut(self.action_dim, self.continuous)(make_torso(self.cfg)(obs))
 
 
 class ValueHead(nn.Module):
@@ -121,5 +203,37 @@ class ValueHead(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        h = make_torso(self.cfg)(obs)
-        return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(h)[:, 0]
+        return _value_out(make_torso(self.cfg)(obs))
+
+
+def _torso_over_time(cfg: NetworkConfig, obs: jax.Array) -> jax.Array:
+    """The torso on ``[T, B, ...]`` observations -> features ``[T, B, F]``."""
+    T, B = obs.shape[:2]
+    return make_torso(cfg)(obs.reshape((T * B, *obs.shape[2:]))).reshape((T, B, -1))
+
+
+class RecurrentPolicyHead(nn.Module):
+    """Torso -> :class:`ResetGRU` -> :class:`_ActionOut` over sequences.
+
+    ``(obs [T, B, ...], resets bool[T, B], carry [B, H]) -> ((out [T, B, n], log_std), carry)``.
+    """
+
+    cfg: NetworkConfig
+    action_dim: int
+    continuous: bool
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, resets: jax.Array, carry: jax.Array):
+        carry, h = ResetGRU(self.cfg.rnn_size)(carry, _torso_over_time(self.cfg, obs), resets)
+        return _ActionOut(self.action_dim, self.continuous)(h), carry
+
+
+class RecurrentValueHead(nn.Module):
+    """Torso -> :class:`ResetGRU` -> value: ``(obs, resets, carry) -> (f32[T, B], carry)``."""
+
+    cfg: NetworkConfig
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, resets: jax.Array, carry: jax.Array):
+        carry, h = ResetGRU(self.cfg.rnn_size)(carry, _torso_over_time(self.cfg, obs), resets)
+        return _value_out(h), carry

@@ -164,6 +164,13 @@ def validate(cfg: TrainConfig) -> Resolved:
         validate_ppo(cfg.agent, batch_size=steps_per_update)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    _need(
+        cfg.agent.network.rnn_size == 0 or tr.num_envs % cfg.agent.num_minibatches == 0,
+        "agent.num_minibatches",
+        cfg.agent.num_minibatches,
+        f"must divide trainer.num_envs = {tr.num_envs} with a recurrent network "
+        "(minibatches are whole env sequences)",
+    )
     return resolve(cfg)
 
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hordax.agents.ppo import PPOBatch, make_agent
+from hordax.agents.ppo import PPOBatch, RecurrentPPOBatch, make_agent
 from hordax.envs.core import is_multi_agent
 from hordax.envs.wrappers import (
     ClipAction,
@@ -26,7 +26,7 @@ from hordax.envs.wrappers import (
 )
 from hordax.training.config import OnPolicyTrainerConfig, Resolved, resolve
 from hordax.training.estimators import compute_gae
-from hordax.training.rollout import rollout
+from hordax.training.rollout import recurrent_rollout, rollout
 
 
 @struct.dataclass
@@ -38,6 +38,10 @@ class TrainState:
     obs: Any  # [B, *obs_shape] current observations
     key: jax.Array
     update_idx: jax.Array  # i32 []: updates done
+    # Recurrent agents only (``{}`` / ``None`` otherwise): the GRU carries ``[B, H]`` and
+    # whether the current observation starts an episode ``bool[B]``.
+    carry: Any = None
+    reset: Any = None
 
 
 def make_env_stack(env: Any, agent_cfg: Any, num_envs: int) -> Any:
@@ -114,26 +118,33 @@ class OnPolicyTrainer:
     def init(self, key: jax.Array) -> TrainState:
         key, key_agent, key_env = jax.random.split(key, 3)
         obs, env_state = self.env.reset(key_env, self.env_params)
-        return TrainState(self.agent.init(key_agent), env_state, obs, key, jnp.int32(0))
+        state = TrainState(self.agent.init(key_agent), env_state, obs, key, jnp.int32(0))
+        if self.agent.recurrent:
+            n = self.cfg.num_envs
+            state = state.replace(carry=self.agent.initial_carry(n), reset=jnp.ones((n,), bool))
+        return state
 
     def update(self, state: TrainState) -> tuple[TrainState, dict]:
         """One rollout and one PPO update."""
         cfg, acfg, agent = self.cfg, self.agent_cfg, self.agent
         key, key_rollout, key_update = jax.random.split(state.key, 3)
-        env_state, obs, tr = rollout(
-            self.env,
-            self.env_params,
-            agent,
-            state.agent,
-            state.env_state,
-            state.obs,
-            key_rollout,
-            cfg.rollout_length,
-        )
+        carry, reset = state.carry, state.reset
+        if agent.recurrent:
+            env_state, obs, carry, reset, tr = recurrent_rollout(
+                self.env, self.env_params, agent, state.agent, state.env_state, state.obs,
+                carry, reset, key_rollout, cfg.rollout_length,
+            )  # fmt: skip
+            next_value = tr.extras["next_value"]
+        else:
+            env_state, obs, tr = rollout(
+                self.env, self.env_params, agent, state.agent, state.env_state, state.obs,
+                key_rollout, cfg.rollout_length,
+            )  # fmt: skip
         T, B = tr.reward.shape
         flat = lambda x: x.reshape((T * B, *x.shape[2:]))  # noqa: E731
-        # Bootstrap through truncation: V of the true next state, final_observation.
-        next_value = agent.value(state.agent, flat(tr.next_obs)).reshape((T, B))
+        if not agent.recurrent:
+            # Bootstrap through truncation: V of the true next state, final_observation.
+            next_value = agent.value(state.agent, flat(tr.next_obs)).reshape((T, B))
         advantage, target = compute_gae(
             tr.reward,
             tr.extras["value"],
@@ -143,17 +154,14 @@ class OnPolicyTrainer:
             acfg.gamma,
             state.agent.hparams["gae_lambda"],
         )
-        batch = PPOBatch(
-            flat(tr.obs),
-            flat(tr.action),
-            flat(tr.extras["log_prob"]),
-            flat(tr.extras["value"]),
-            flat(advantage),
-            flat(target),
-        )
+        seq = (tr.obs, tr.action, tr.extras["log_prob"], tr.extras["value"], advantage, target)
+        if agent.recurrent:
+            batch = RecurrentPPOBatch(*seq, reset=tr.extras["reset"], carry0=state.carry)
+        else:
+            batch = PPOBatch(*(flat(x) for x in seq))
         agent_state, losses = agent.update(state.agent, batch, key_update)
         metrics = {**losses, **episode_metrics(tr.info), **finiteness(losses, agent_state)}
-        new_state = TrainState(agent_state, env_state, obs, key, state.update_idx + 1)
+        new_state = TrainState(agent_state, env_state, obs, key, state.update_idx + 1, carry, reset)
         return new_state, metrics
 
     def run_chunk(self, state: TrainState, num_updates: int) -> tuple[TrainState, dict]:

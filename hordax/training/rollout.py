@@ -55,3 +55,49 @@ def rollout(
         step, (env_state, obs), jax.random.split(key, length)
     )
     return env_state, obs, transitions
+
+
+def recurrent_rollout(
+    env: Any,
+    env_params: Any,
+    agent: Any,
+    agent_state: Any,
+    env_state: Any,
+    obs: Any,
+    carry: Any,
+    reset: jax.Array,
+    key: jax.Array,
+    length: int,
+) -> tuple[Any, Any, Any, jax.Array, Transition]:
+    """``length`` steps with a recurrent agent (``agent.act_recurrent``).
+
+    ``carry``: the agent's recurrent state ``[B, ...]``; ``reset bool[B]``: the current
+    observation starts an episode (the carry is zeroed before it is used). Returns
+    ``(env_state, obs, carry, reset, transitions)``; ``transitions.extras`` also holds
+    ``reset [T, B]`` and ``next_value [T, B]`` = V(final_observation) continuing the carry
+    (the bootstrap value through truncation).
+    """
+
+    def step(c, key_t):
+        env_state, obs, carry, reset = c
+        key_act, key_env = jax.random.split(key_t)
+        action, extras, carry = agent.act_recurrent(agent_state, obs, key_act, carry, reset)
+        next_obs, env_state, reward, terminated, truncated, info = env.step(
+            key_env, env_state, action, env_params
+        )
+        info = dict(info)
+        final_obs = info.pop("final_observation")
+        for k in ("terminated", "truncated"):
+            info.pop(k, None)
+        extras = {
+            **extras,
+            "reset": reset,
+            "next_value": agent.value_recurrent(agent_state, final_obs, carry),
+        }
+        tr = Transition(obs, action, reward, terminated, truncated, final_obs, extras, info)
+        return (env_state, next_obs, carry, terminated | truncated), tr
+
+    (env_state, obs, carry, reset), transitions = jax.lax.scan(
+        step, (env_state, obs, carry, reset), jax.random.split(key, length)
+    )
+    return env_state, obs, carry, reset, transitions

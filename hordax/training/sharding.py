@@ -148,6 +148,8 @@ def train_state_shardings(state: Any, mesh: Any, num_envs: int, population: bool
         obs=shard(state.obs, True),
         key=shard(state.key, False),
         update_idx=shard(state.update_idx, False),
+        carry=shard(state.carry, True),
+        reset=shard(state.reset, True),
     )
 
 

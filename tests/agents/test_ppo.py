@@ -84,11 +84,11 @@ def test_update__raises_probability_of_advantaged_actions(space):
         if isinstance(space, spaces.Discrete)
         else jnp.full((64, 2), 0.5)
     )
-    log_prob, _ = agent._log_prob_entropy(state.params["actor"], obs, target_action)
+    log_prob = agent.log_prob(state, obs, target_action)
     value = agent.value(state, obs)
     batch = PPOBatch(obs, target_action, log_prob, value, jnp.ones(64), value + 1.0)
     new_state, metrics = agent.update(state, batch, jax.random.key(2))
-    new_log_prob, _ = agent._log_prob_entropy(new_state.params["actor"], obs, target_action)
+    new_log_prob = agent.log_prob(new_state, obs, target_action)
     assert float(jnp.mean(new_log_prob - log_prob)) > 0.05
     assert all(np.isfinite(float(v)) for v in metrics.values())
 

@@ -1,6 +1,13 @@
 """PPO: config, losses and the agent (math only; the loop lives in ``hordax.training``)."""
 
-from hordax.agents.ppo.agent import TRACED_HPARAMS, PPOAgent, PPOBatch, PPOState, make_agent
+from hordax.agents.ppo.agent import (
+    TRACED_HPARAMS,
+    PPOAgent,
+    PPOBatch,
+    PPOState,
+    RecurrentPPOBatch,
+    make_agent,
+)
 from hordax.agents.ppo.config import PPOConfig, validate_ppo
 
 __all__ = [
@@ -9,6 +16,7 @@ __all__ = [
     "PPOBatch",
     "PPOConfig",
     "PPOState",
+    "RecurrentPPOBatch",
     "make_agent",
     "validate_ppo",
 ]

@@ -12,7 +12,12 @@ from flax import struct
 from gymnax.environments import spaces
 
 from hordax.agents import distributions as dist
-from hordax.agents.networks import PolicyHead, ValueHead
+from hordax.agents.networks import (
+    PolicyHead,
+    RecurrentPolicyHead,
+    RecurrentValueHead,
+    ValueHead,
+)
 from hordax.agents.ppo.config import PPOConfig
 from hordax.agents.ppo.losses import policy_loss, value_loss
 
@@ -48,6 +53,20 @@ class PPOBatch:
     target: jax.Array  # [N] value target = advantage + value
 
 
+@struct.dataclass
+class RecurrentPPOBatch:
+    """One rollout as sequences ``[T, B]`` (a recurrent agent's minibatches split envs)."""
+
+    obs: jax.Array  # [T, B, *obs_shape]
+    action: jax.Array  # [T, B] or [T, B, d]
+    log_prob: jax.Array  # [T, B]
+    value: jax.Array  # [T, B]
+    advantage: jax.Array  # [T, B]
+    target: jax.Array  # [T, B]
+    reset: jax.Array  # bool [T, B]: the step starts an episode (zero the GRU carry first)
+    carry0: dict  # {"actor": [B, H], "critic": [B, H]}: carries at the rollout's start
+
+
 class PPOAgent:
     """PPO for ``Discrete`` or ``Box`` action spaces (one actor and one critic network).
 
@@ -70,8 +89,13 @@ class PPOAgent:
             self.action_shape = tuple(action_space.shape)
         else:
             raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
-        self.actor = PolicyHead(config.network, self.action_dim, self.continuous)
-        self.critic = ValueHead(config.network)
+        self.recurrent = int(config.network.rnn_size) > 0
+        if self.recurrent:
+            self.actor = RecurrentPolicyHead(config.network, self.action_dim, self.continuous)
+            self.critic = RecurrentValueHead(config.network)
+        else:
+            self.actor = PolicyHead(config.network, self.action_dim, self.continuous)
+            self.critic = ValueHead(config.network)
         self.total_steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
         # Adam without its learning rate: the (traced, per-member) rate is applied in
         # ``update`` so that a population can vmap over it.
@@ -91,10 +115,17 @@ class PPOAgent:
     def init(self, key: jax.Array) -> PPOState:
         key_actor, key_critic = jax.random.split(key)
         dummy = jnp.zeros((1, *self.obs_shape), jnp.float32)
-        params = {
-            "actor": self.actor.init(key_actor, dummy),
-            "critic": self.critic.init(key_critic, dummy),
-        }
+        if self.recurrent:
+            seq, reset, carry = dummy[None], jnp.zeros((1, 1), bool), self.initial_carry(1)
+            params = {
+                "actor": self.actor.init(key_actor, seq, reset, carry["actor"]),
+                "critic": self.critic.init(key_critic, seq, reset, carry["critic"]),
+            }
+        else:
+            params = {
+                "actor": self.actor.init(key_actor, dummy),
+                "critic": self.critic.init(key_critic, dummy),
+            }
         hparams = {k: jnp.float32(getattr(self.config, k)) for k in TRACED_HPARAMS}
         return PPOState(params, self.optimizer.init(params), hparams, jnp.int32(0))
 
@@ -102,42 +133,106 @@ class PPOAgent:
         out, log_std = self.actor.apply(actor_params, obs)
         return out, log_std
 
-    def _log_prob_entropy(self, actor_params: Any, obs: jax.Array, action: jax.Array):
-        out, log_std = self._dist(actor_params, obs)
+    def _log_prob_entropy(self, out: jax.Array, log_std: Any, action: jax.Array):
+        """Log-probability and entropy ``[N]`` of ``action`` under ``(out [N, n], log_std)``."""
         if self.continuous:
             flat = action.reshape((action.shape[0], -1))
             return dist.gaussian_log_prob(out, log_std, flat), dist.gaussian_entropy(out, log_std)
         return dist.categorical_log_prob(out, action), dist.categorical_entropy(out)
 
-    def act(self, state: PPOState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
-        out, log_std = self._dist(state.params["actor"], obs)
+    def _sample(self, out: jax.Array, log_std: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``(action [B, ...], log_prob [B])`` sampled from ``(out [B, n], log_std)``."""
         if self.continuous:
             flat = dist.gaussian_sample(key, out, log_std)
             log_prob = dist.gaussian_log_prob(out, log_std, flat)
-            action = flat.reshape((obs.shape[0], *self.action_shape))
-        else:
-            action = dist.categorical_sample(key, out)
-            log_prob = dist.categorical_log_prob(out, action)
+            return flat.reshape((out.shape[0], *self.action_shape)), log_prob
+        action = dist.categorical_sample(key, out)
+        return action, dist.categorical_log_prob(out, action)
+
+    def _mode(self, out: jax.Array) -> jax.Array:
+        if self.continuous:
+            return out.reshape((out.shape[0], *self.action_shape))
+        return dist.categorical_mode(out)
+
+    def act(self, state: PPOState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
+        out, log_std = self._dist(state.params["actor"], obs)
+        action, log_prob = self._sample(out, log_std, key)
         return action, {"log_prob": log_prob, "value": self.value(state, obs)}
 
     def act_greedy(self, state: PPOState, obs: jax.Array) -> jax.Array:
-        out, _ = self._dist(state.params["actor"], obs)
-        if self.continuous:
-            return out.reshape((obs.shape[0], *self.action_shape))
-        return dist.categorical_mode(out)
+        return self._mode(self._dist(state.params["actor"], obs)[0])
+
+    def log_prob(self, state: PPOState, obs: jax.Array, action: jax.Array) -> jax.Array:
+        """``log pi(action | obs)`` ``[B]`` (feed-forward agents)."""
+        out, log_std = self._dist(state.params["actor"], obs)
+        return self._log_prob_entropy(out, log_std, action)[0]
 
     def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
         return self.critic.apply(state.params["critic"], obs)
 
+    # --- recurrent acting (network.rnn_size > 0) -----------------------------------------
+    def initial_carry(self, batch_size: int) -> dict[str, jax.Array]:
+        """Zero GRU carries ``{"actor": f32[B, H], "critic": f32[B, H]}``."""
+        h = jnp.zeros((batch_size, int(self.config.network.rnn_size)), jnp.float32)
+        return {"actor": h, "critic": h}
+
+    def act_recurrent(
+        self, state: PPOState, obs: jax.Array, key: jax.Array, carry: dict, reset: jax.Array
+    ) -> tuple[jax.Array, dict, dict]:
+        """One step: ``obs [B, ...]``, ``reset bool[B]`` (the step starts an episode: carries
+        are zeroed first) -> ``(action, extras {log_prob, value}, carry after obs)``."""
+        (out, log_std), c_actor = self.actor.apply(
+            state.params["actor"], obs[None], reset[None], carry["actor"]
+        )
+        value, c_critic = self.critic.apply(
+            state.params["critic"], obs[None], reset[None], carry["critic"]
+        )
+        action, log_prob = self._sample(out[0], log_std, key)
+        return (
+            action,
+            {"log_prob": log_prob, "value": value[0]},
+            {
+                "actor": c_actor,
+                "critic": c_critic,
+            },
+        )
+
+    def value_recurrent(self, state: PPOState, obs: jax.Array, carry: dict) -> jax.Array:
+        """``V(obs) [B]`` continuing the critic's ``carry`` (no reset): the value of the true
+        next observation, for bootstrapping through truncation."""
+        no_reset = jnp.zeros((1, obs.shape[0]), bool)
+        return self.critic.apply(state.params["critic"], obs[None], no_reset, carry["critic"])[0][0]
+
+    def act_greedy_recurrent(
+        self, state: PPOState, obs: jax.Array, carry: dict, reset: jax.Array
+    ) -> tuple[jax.Array, dict]:
+        (out, _), c_actor = self.actor.apply(
+            state.params["actor"], obs[None], reset[None], carry["actor"]
+        )
+        return self._mode(out[0]), {**carry, "actor": c_actor}
+
     # --- learning -----------------------------------------------------------------------
-    def _loss(self, params: Any, hp: dict, mb: PPOBatch) -> tuple[jax.Array, dict]:
+    def _forward(self, params: Any, mb: Any) -> tuple[jax.Array, ...]:
+        """``(log_prob, entropy, value, mb flattened to rows)`` of a minibatch; a recurrent
+        minibatch ``[T, b]`` is unrolled from its ``carry0`` with its resets."""
+        if not self.recurrent:
+            out, log_std = self._dist(params["actor"], mb.obs)
+            value = self.critic.apply(params["critic"], mb.obs)
+            return (*self._log_prob_entropy(out, log_std, mb.action), value, mb)
+        (out, log_std), _ = self.actor.apply(params["actor"], mb.obs, mb.reset, mb.carry0["actor"])
+        value, _ = self.critic.apply(params["critic"], mb.obs, mb.reset, mb.carry0["critic"])
+        T, b = mb.reset.shape
+        rows = lambda x: x.reshape((T * b, *x.shape[2:]))  # noqa: E731
+        flat = PPOBatch(*(rows(getattr(mb, f)) for f in PPOBatch.__dataclass_fields__))
+        return (*self._log_prob_entropy(rows(out), log_std, flat.action), rows(value), flat)
+
+    def _loss(self, params: Any, hp: dict, mb: Any) -> tuple[jax.Array, dict]:
         cfg = self.config
-        log_prob, entropy = self._log_prob_entropy(params["actor"], mb.obs, mb.action)
+        log_prob, entropy, value, mb = self._forward(params, mb)
         adv = mb.advantage
         if cfg.normalize_advantages:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, hp["clip_eps"])
-        value = self.critic.apply(params["critic"], mb.obs)
         v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value)
         ent = jnp.mean(entropy)
         total = pi_loss + hp["vf_coef"] * v_loss - hp["ent_coef"] * ent
@@ -146,7 +241,8 @@ class PPOAgent:
     def update(self, state: PPOState, batch: PPOBatch, key: jax.Array) -> tuple[PPOState, dict]:
         """``num_epochs`` passes of ``num_minibatches`` shuffled minibatches over ``batch``."""
         cfg = self.config
-        n = batch.advantage.shape[0]
+        # Feed-forward: shuffle rows. Recurrent: shuffle envs, keep each env's sequence.
+        n = batch.advantage.shape[1 if self.recurrent else 0]
         mb_size = n // cfg.num_minibatches
 
         def minibatch_step(st: PPOState, mb: PPOBatch):
@@ -159,11 +255,21 @@ class PPOAgent:
             metrics = {**metrics, "loss": loss, "grad_norm": optax.global_norm(grads)}
             return st.replace(params=params, opt_state=opt_state, step=st.step + 1), metrics
 
+        def split(x: jax.Array, perm: jax.Array, axis: int) -> jax.Array:
+            x = jnp.moveaxis(jnp.take(x, perm, axis=axis), axis, 0)
+            x = x.reshape((cfg.num_minibatches, mb_size, *x.shape[1:]))
+            return jnp.moveaxis(x, 1, axis + 1)
+
         def epoch(st: PPOState, key_perm: jax.Array):
             perm = jax.random.permutation(key_perm, n)
-            mbs = jax.tree.map(
-                lambda x: x[perm].reshape((cfg.num_minibatches, mb_size, *x.shape[1:])), batch
-            )
+            if self.recurrent:  # [T, B] leaves split on B, carries [B, H] on B
+                mbs = batch.replace(
+                    **{f: split(getattr(batch, f), perm, 1) for f in PPOBatch.__dataclass_fields__},
+                    reset=split(batch.reset, perm, 1),
+                    carry0=jax.tree.map(lambda c: split(c, perm, 0), batch.carry0),
+                )
+            else:
+                mbs = jax.tree.map(lambda x: split(x, perm, 0), batch)
             return jax.lax.scan(minibatch_step, st, mbs)
 
         state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, cfg.num_epochs))
