@@ -228,9 +228,9 @@ def _train_task(dict_cfg) -> None:
         env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
     except (ValueError, TypeError) as e:
         _fail(str(e), run_dir=run_dir)
-    with open(os.path.join(run_dir, "config.yaml"), "w") as f:
-        f.write(OmegaConf.to_yaml(dict_cfg, resolve=True))
-    if not cfg.resume:
+    if not cfg.resume:  # a resumed run keeps the files it started with
+        with open(os.path.join(run_dir, "config.yaml"), "w") as f:
+            f.write(OmegaConf.to_yaml(dict_cfg, resolve=True))
         with open(os.path.join(run_dir, OVERRIDES_FILE), "w") as f:
             json.dump(list(HydraConfig.get().overrides.task), f, indent=1)
     try:

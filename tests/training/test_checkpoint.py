@@ -144,13 +144,17 @@ def test_resume__skips_a_half_written_checkpoint_and_reports_damage(uninterrupte
     assert proc.returncode == 2 and "no hordax run there" in proc.stderr
 
 
-def test_resume__incompatible_config_names_the_difference(uninterrupted, tmp_path):
+def test_resume__incompatible_config_names_the_difference(uninterrupted):
     """Another network width or env batch is refused, naming key and both values."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(Path(uninterrupted["run_dir"]), run_dir)
-    proc = _cli([f"resume={run_dir}", "agent.network.hidden_sizes=[32,32]"], tmp_path, check=False)
+    run_dir = Path(uninterrupted["run_dir"])
+    config = (run_dir / "config.yaml").read_text()
+    proc = _cli(
+        [f"resume={run_dir}", "agent.network.hidden_sizes=[32,32]"], run_dir.parent, check=False
+    )
     assert proc.returncode == 2
     assert "agent.network.hidden_sizes=[64, 64] in the checkpoint, [32, 32] now" in proc.stderr
+    assert _committed_steps(run_dir) == [47, 48], "a refused resume must not touch the run"
+    assert (run_dir / "config.yaml").read_text() == config
 
 
 class NaNAtTime40(PointMass):
