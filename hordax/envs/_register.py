@@ -4,3 +4,20 @@ from hordax.envs.registry import register
 
 register("Debug-PointMass-v0", "hordax.envs.debug.point_mass:PointMass")
 register("Debug-MultiPointMass-v0", "hordax.envs.debug.multi_point_mass:MultiPointMass")
+
+# grid-world family (hordax/envs/grid): MiniGrid layouts, ASCII maps, XLand-style tasks
+_GRID = "hordax.envs.grid.env"
+for _size in (5, 6, 8, 16):
+    register(f"Grid-Empty-{_size}x{_size}-v0", f"{_GRID}:Empty", size=_size)
+    register(
+        f"Grid-Empty-Random-{_size}x{_size}-v0", f"{_GRID}:Empty", size=_size, random_start=True
+    )
+    register(f"Grid-DoorKey-{_size}x{_size}-v0", f"{_GRID}:DoorKey", size=_size)
+register("Grid-FourRooms-v0", f"{_GRID}:FourRooms")
+register("Grid-Unlock-v0", f"{_GRID}:Unlock")
+register("Grid-UnlockPickUp-v0", f"{_GRID}:UnlockPickUp")
+register("Grid-BlockedUnlockPickUp-v0", f"{_GRID}:BlockedUnlockPickUp")
+register("Grid-LockedRoom-v0", f"{_GRID}:LockedRoom")
+for _size in (8, 16, 32, 64):
+    register(f"Grid-Memory-S{_size}-v0", f"{_GRID}:Memory", size=_size)
+register("Grid-Playground-v0", f"{_GRID}:Playground")
