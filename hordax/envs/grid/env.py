@@ -19,9 +19,7 @@ from flax import struct
 from gymnax.environments import spaces
 
 from hordax.envs.core import Environment
-from hordax.envs.grid import layouts as L
-from hordax.envs.grid import rules as R
-from hordax.envs.grid import world as W
+from hordax.envs.grid import layouts, rules, world
 
 
 @struct.dataclass
@@ -82,7 +80,9 @@ class GridEnv(Environment[GridState, GridParams]):
         num_rules: int = 0,
     ):
         super().__init__()
-        check_grid_size(self.layout_name, height, width, L.MIN_SIZE.get(self.layout_name, (3, 3)))
+        check_grid_size(
+            self.layout_name, height, width, layouts.MIN_SIZE.get(self.layout_name, (3, 3))
+        )
         self.height, self.width = int(height), int(width)
         self.view_size = check_view_size(view_size, self.height, self.width)
         self.see_through_walls = bool(see_through_walls)
@@ -96,11 +96,11 @@ class GridEnv(Environment[GridState, GridParams]):
     def default_params(self) -> GridParams:
         return GridParams(max_steps_in_episode=self.default_max_steps)
 
-    def generate(self, key: jax.Array, params: Any) -> L.Layout:
+    def generate(self, key: jax.Array, params: Any) -> layouts.Layout:
         raise NotImplementedError
 
     def initial_rules(self, key: jax.Array, params: Any) -> jax.Array:
-        return jnp.zeros((self.num_rules, R.RULE_SIZE), jnp.int32)
+        return jnp.zeros((self.num_rules, rules.RULE_SIZE), jnp.int32)
 
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, GridState]:
         k_layout, k_rules = jax.random.split(key)
@@ -119,21 +119,21 @@ class GridEnv(Environment[GridState, GridParams]):
 
     def transition(self, state: GridState, action: jax.Array) -> GridState:
         """The world update for one action: agent, then rules (no reward, no time)."""
-        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, W.NUM_ACTIONS - 1)
+        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, world.NUM_ACTIONS - 1)
         if self.action_map is not None:
             action = jnp.asarray(self.action_map, jnp.int32)[action]
-        grid, pos, d, carry = W.step_agent(
+        grid, pos, d, carry = world.step_agent(
             state.grid, state.agent_pos, state.agent_dir, state.carry, action
         )
         if self.num_rules:
-            grid, carry = R.apply_rules(state.rules, grid, pos, carry)
+            grid, carry = rules.apply_rules(state.rules, grid, pos, carry)
         return state.replace(grid=grid, agent_pos=pos, agent_dir=d, carry=carry)
 
     def step_env(self, key: jax.Array, state: GridState, action: jax.Array, params: Any):
         state = self.transition(state, action)
         state = state.replace(time=state.time + 1)
-        success = R.check_goal(state.goal, state.grid, state.agent_pos, state.carry)
-        failure = R.check_goal(state.fail, state.grid, state.agent_pos, state.carry) & ~success
+        success = rules.check_goal(state.goal, state.grid, state.agent_pos, state.carry)
+        failure = rules.check_goal(state.fail, state.grid, state.agent_pos, state.carry) & ~success
         t = state.time.astype(jnp.float32)
         horizon = jnp.asarray(params.max_steps_in_episode, jnp.float32)
         reward = jnp.where(success, 1.0 - 0.9 * t / horizon, 0.0).astype(jnp.float32)
@@ -146,7 +146,7 @@ class GridEnv(Environment[GridState, GridParams]):
         return obs, state, reward, success | failure, info
 
     def observe(self, key: jax.Array, state: GridState, action: Any, params: Any) -> jax.Array:
-        return W.egocentric_view(
+        return world.egocentric_view(
             state.grid,
             state.agent_pos,
             state.agent_dir,
@@ -156,11 +156,11 @@ class GridEnv(Environment[GridState, GridParams]):
         )
 
     def observation_space(self, params: Any) -> spaces.Box:
-        high = max(W.NUM_TILES, W.NUM_COLORS) - 1
+        high = max(world.NUM_TILES, world.NUM_COLORS) - 1
         return spaces.Box(0, high, (self.view_size, self.view_size, 2), jnp.uint8)
 
     def action_space(self, params: Any) -> spaces.Discrete:
-        return spaces.Discrete(W.NUM_ACTIONS)
+        return spaces.Discrete(world.NUM_ACTIONS)
 
     def render(self, state: GridState, params: Any) -> np.ndarray:
         from hordax.envs.grid.render import render_rgb
@@ -187,14 +187,14 @@ class Empty(GridEnv):
         view_size: int = 7,
         see_through_walls: bool = True,
     ):
-        check_grid_size(self.layout_name, size, size, L.MIN_SIZE["empty"])
+        check_grid_size(self.layout_name, size, size, layouts.MIN_SIZE["empty"])
         self.random_start = bool(random_start)
         self.random_reset = self.random_start
         self.default_max_steps = 4 * size**2
         super().__init__(size, size, view_size, see_through_walls)
 
     def generate(self, key, params):
-        return L.empty(key, self.height, self.width, self.random_start)
+        return layouts.empty(key, self.height, self.width, self.random_start)
 
 
 class FourRooms(GridEnv):
@@ -206,7 +206,7 @@ class FourRooms(GridEnv):
         super().__init__(size, size, view_size)
 
     def generate(self, key, params):
-        return L.four_rooms(key, self.height, self.width)
+        return layouts.four_rooms(key, self.height, self.width)
 
 
 class DoorKey(GridEnv):
@@ -215,12 +215,12 @@ class DoorKey(GridEnv):
     layout_name = "door_key"
 
     def __init__(self, size: int = 8, view_size: int = 7):
-        check_grid_size(self.layout_name, size, size, L.MIN_SIZE["door_key"])
+        check_grid_size(self.layout_name, size, size, layouts.MIN_SIZE["door_key"])
         self.default_max_steps = 10 * size**2
         super().__init__(size, size, view_size)
 
     def generate(self, key, params):
-        return L.door_key(key, self.height, self.width)
+        return layouts.door_key(key, self.height, self.width)
 
 
 class Unlock(GridEnv):
@@ -236,14 +236,14 @@ class Unlock(GridEnv):
         super().__init__(room_size, 2 * room_size - 1, view_size)
 
     def generate(self, key, params):
-        return L.unlock(key, self.height, self.width)
+        return layouts.unlock(key, self.height, self.width)
 
 
 class UnlockPickUp(Unlock):
     """MiniGrid UnlockPickup: unlock the door, pick up the box behind it (``T = 8 * 6^2``)."""
 
     def generate(self, key, params):
-        return L.unlock_pick_up(key, self.height, self.width)
+        return layouts.unlock_pick_up(key, self.height, self.width)
 
 
 class BlockedUnlockPickUp(Unlock):
@@ -254,7 +254,7 @@ class BlockedUnlockPickUp(Unlock):
         self.default_max_steps = 16 * room_size**2
 
     def generate(self, key, params):
-        return L.unlock_pick_up(key, self.height, self.width, blocked=True)
+        return layouts.unlock_pick_up(key, self.height, self.width, blocked=True)
 
 
 class LockedRoom(GridEnv):
@@ -263,12 +263,12 @@ class LockedRoom(GridEnv):
     layout_name = "locked_room"
 
     def __init__(self, size: int = 19, view_size: int = 7):
-        check_grid_size(self.layout_name, size, size, L.MIN_SIZE["locked_room"])
+        check_grid_size(self.layout_name, size, size, layouts.MIN_SIZE["locked_room"])
         self.default_max_steps = 10 * size
         super().__init__(size, size, view_size)
 
     def generate(self, key, params):
-        return L.locked_room(key, self.height, self.width)
+        return layouts.locked_room(key, self.height, self.width)
 
 
 class Memory(GridEnv):
@@ -283,7 +283,7 @@ class Memory(GridEnv):
     def __init__(
         self, size: int = 8, height: int = 7, random_length: bool = False, view_size: int = 7
     ):
-        check_grid_size(self.layout_name, height, size, L.MIN_SIZE["memory"])
+        check_grid_size(self.layout_name, height, size, layouts.MIN_SIZE["memory"])
         if height % 2 == 0:
             raise ValueError(f"height={height}: Memory needs an odd height")
         self.random_length = bool(random_length)
@@ -291,7 +291,7 @@ class Memory(GridEnv):
         super().__init__(height, size, view_size)
 
     def generate(self, key, params):
-        return L.memory(key, self.height, self.width, self.random_length)
+        return layouts.memory(key, self.height, self.width, self.random_length)
 
 
 class Playground(GridEnv):
@@ -303,4 +303,4 @@ class Playground(GridEnv):
         super().__init__(size, size, view_size)
 
     def generate(self, key, params):
-        return L.playground(key, self.height, self.width)
+        return layouts.playground(key, self.height, self.width)

@@ -12,8 +12,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hordax.envs.grid import rules as R
-from hordax.envs.grid import world as W
+from hordax.envs.grid import rules, world
 
 
 @struct.dataclass
@@ -28,7 +27,7 @@ class Layout:
 
 
 def no_goal() -> jax.Array:
-    return jnp.zeros(R.GOAL_SIZE, jnp.int32)
+    return jnp.zeros(rules.GOAL_SIZE, jnp.int32)
 
 
 def _goal(*values) -> jax.Array:
@@ -37,11 +36,11 @@ def _goal(*values) -> jax.Array:
 
 def walled(h: int, w: int) -> jax.Array:
     """``uint8[h, w, 2]`` floor surrounded by walls."""
-    grid = jnp.zeros((h, w, 2), jnp.uint8).at[..., 0].set(W.WALL)
-    return grid.at[1:-1, 1:-1, 0].set(W.FLOOR)
+    grid = jnp.zeros((h, w, 2), jnp.uint8).at[..., 0].set(world.WALL)
+    return grid.at[1:-1, 1:-1, 0].set(world.FLOOR)
 
 
-def put(grid: jax.Array, pos, tile, color=W.COLOR_NONE) -> jax.Array:
+def put(grid: jax.Array, pos, tile, color=world.COLOR_NONE) -> jax.Array:
     """``grid`` with ``(tile, color)`` at ``pos = (row, col)``."""
     value = jnp.stack([jnp.asarray(tile, jnp.uint8), jnp.asarray(color, jnp.uint8)])
     return grid.at[pos[0], pos[1]].set(value)
@@ -63,7 +62,7 @@ def sample_cell(key: jax.Array, mask: jax.Array) -> jax.Array:
 
 def free(grid: jax.Array) -> jax.Array:
     """``bool[H, W]``: plain floor cells (MiniGrid's empty cells)."""
-    return grid[..., 0] == W.FLOOR
+    return grid[..., 0] == world.FLOOR
 
 
 def sample_agent(key, grid, mask, facing_nothing: bool = False):
@@ -75,10 +74,10 @@ def sample_agent(key, grid, mask, facing_nothing: bool = False):
     h, w = mask.shape
     ok = jnp.repeat((mask & free(grid))[..., None], 4, axis=-1)  # [H, W, 4]
     if facing_nothing:
-        r = jnp.arange(h)[:, None, None] + jnp.asarray(W.DIR_VEC)[None, None, :, 0]
-        c = jnp.arange(w)[None, :, None] + jnp.asarray(W.DIR_VEC)[None, None, :, 1]
+        r = jnp.arange(h)[:, None, None] + jnp.asarray(world.DIR_VEC)[None, None, :, 0]
+        c = jnp.arange(w)[None, :, None] + jnp.asarray(world.DIR_VEC)[None, None, :, 1]
         front = grid[jnp.clip(r, 0, h - 1), jnp.clip(c, 0, w - 1), 0]
-        ok = ok & ((front == W.FLOOR) | (front == W.WALL))
+        ok = ok & ((front == world.FLOOR) | (front == world.WALL))
     flat = jax.random.categorical(key, jnp.where(ok.reshape(-1), 0.0, -jnp.inf))
     pos = jnp.stack([flat // (4 * w), (flat // 4) % w]).astype(jnp.int32)
     return pos, (flat % 4).astype(jnp.int32)
@@ -90,12 +89,12 @@ def _not_at(h, w, pos):
 
 def random_color(key) -> jax.Array:
     """One of MiniGrid's six colours."""
-    return jnp.asarray(W.MINIGRID_COLORS, jnp.uint8)[jax.random.randint(key, (), 0, 6)]
+    return jnp.asarray(world.MINIGRID_COLORS, jnp.uint8)[jax.random.randint(key, (), 0, 6)]
 
 
 def reach_goal(grid) -> jax.Array:
     del grid
-    return _goal(R.G_AGENT_ON_TILE, W.GOAL, W.GREEN, 0, 0)
+    return _goal(rules.G_AGENT_ON_TILE, world.GOAL, world.GREEN, 0, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,7 +102,7 @@ def reach_goal(grid) -> jax.Array:
 
 def empty(key, h, w, random_start: bool = False) -> Layout:
     """MiniGrid Empty: goal in the bottom-right corner; agent at (1, 1) facing east."""
-    grid = put(walled(h, w), (h - 2, w - 2), W.GOAL, W.GREEN)
+    grid = put(walled(h, w), (h - 2, w - 2), world.GOAL, world.GREEN)
     if random_start:
         pos, d = sample_agent(key, grid, jnp.ones((h, w), bool))
     else:
@@ -115,8 +114,8 @@ def four_rooms(key, h, w) -> Layout:
     """MiniGrid FourRooms: four rooms joined by one gap per inner wall; random agent and goal."""
     rh, rw = h // 2, w // 2
     k = jax.random.split(key, 6)
-    grid = walled(h, w).at[:, rw, 0].set(W.WALL).at[rh, :, 0].set(W.WALL)
-    floor = W.FLOOR
+    grid = walled(h, w).at[:, rw, 0].set(world.WALL).at[rh, :, 0].set(world.WALL)
+    floor = world.FLOOR
     gaps = [
         (jax.random.randint(k[0], (), 1, rh), rw),  # upper half of the vertical wall
         (rh, jax.random.randint(k[1], (), 1, rw)),  # left half of the horizontal wall
@@ -127,30 +126,30 @@ def four_rooms(key, h, w) -> Layout:
         grid = grid.at[r, c, 0].set(floor)
     pos, d = sample_agent(k[4], grid, jnp.ones((h, w), bool))
     goal_pos = sample_cell(k[5], free(grid) & _not_at(h, w, pos))
-    grid = put(grid, goal_pos, W.GOAL, W.GREEN)
+    grid = put(grid, goal_pos, world.GOAL, world.GREEN)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
 
 
 def door_key(key, h, w) -> Layout:
     """MiniGrid DoorKey: a wall splits the room; a yellow key opens the locked door."""
     k = jax.random.split(key, 4)
-    grid = put(walled(h, w), (h - 2, w - 2), W.GOAL, W.GREEN)
+    grid = put(walled(h, w), (h - 2, w - 2), world.GOAL, world.GREEN)
     split = jax.random.randint(k[0], (), 2, w - 2)
     cols = jnp.arange(w)[None, :]
-    grid = grid.at[..., 0].set(jnp.where(cols == split, W.WALL, grid[..., 0]).astype(jnp.uint8))
+    grid = grid.at[..., 0].set(jnp.where(cols == split, world.WALL, grid[..., 0]).astype(jnp.uint8))
     left = jnp.broadcast_to(cols < split, (h, w))
     pos, d = sample_agent(k[1], grid, left)
     door_row = jax.random.randint(k[2], (), 1, h - 2)
-    grid = put(grid, (door_row, split), W.DOOR_LOCKED, W.YELLOW)
+    grid = put(grid, (door_row, split), world.DOOR_LOCKED, world.YELLOW)
     key_pos = sample_cell(k[3], free(grid) & left & _not_at(h, w, pos))
-    grid = put(grid, key_pos, W.KEY, W.YELLOW)
+    grid = put(grid, key_pos, world.KEY, world.YELLOW)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
 
 
 def _two_rooms(key, h, w):
     """MiniGrid RoomGrid with one row of two rooms: walls and the door cell (row, col)."""
     room = w // 2  # room_size - 1
-    grid = walled(h, w).at[:, room, 0].set(W.WALL)
+    grid = walled(h, w).at[:, room, 0].set(world.WALL)
     door_row = jax.random.randint(key, (), 1, h - 1)
     return grid, (door_row, room), room
 
@@ -163,13 +162,13 @@ def _unlock_common(key, h, w, box: bool, blocked: bool):
     right = jnp.broadcast_to(cols > room, (h, w))
     box_color = random_color(k[1])
     if box:
-        grid = put(grid, sample_cell(k[2], free(grid) & right), W.BOX, box_color)
+        grid = put(grid, sample_cell(k[2], free(grid) & right), world.BOX, box_color)
     door_color = random_color(k[3])
-    grid = put(grid, door, W.DOOR_LOCKED, door_color)
+    grid = put(grid, door, world.DOOR_LOCKED, door_color)
     if blocked:
         ball_color = random_color(jax.random.fold_in(k[3], 1))
-        grid = put(grid, (door[0], door[1] - 1), W.BALL, ball_color)
-    grid = put(grid, sample_cell(k[4], free(grid) & left), W.KEY, door_color)
+        grid = put(grid, (door[0], door[1] - 1), world.BALL, ball_color)
+    grid = put(grid, sample_cell(k[4], free(grid) & left), world.KEY, door_color)
     pos, d = sample_agent(k[5], grid, left, facing_nothing=True)
     return grid, pos, d, door, door_color, box_color
 
@@ -177,14 +176,14 @@ def _unlock_common(key, h, w, box: bool, blocked: bool):
 def unlock(key, h, w) -> Layout:
     """MiniGrid Unlock: open the locked door between two rooms (its key lies beside you)."""
     grid, pos, d, door, color, _ = _unlock_common(key, h, w, box=False, blocked=False)
-    goal = _goal(R.G_TILE_ON_POSITION, W.DOOR_OPEN, color, door[0], door[1])
+    goal = _goal(rules.G_TILE_ON_POSITION, world.DOOR_OPEN, color, door[0], door[1])
     return Layout(grid, pos, d, goal, no_goal())
 
 
 def unlock_pick_up(key, h, w, blocked: bool = False) -> Layout:
     """MiniGrid (Blocked)UnlockPickup: pick up the box behind the locked door."""
     grid, pos, d, _, _, box_color = _unlock_common(key, h, w, box=True, blocked=blocked)
-    return Layout(grid, pos, d, _goal(R.G_AGENT_HOLD, W.BOX, box_color, 0, 0), no_goal())
+    return Layout(grid, pos, d, _goal(rules.G_AGENT_HOLD, world.BOX, box_color, 0, 0), no_goal())
 
 
 def locked_room(key, h, w) -> Layout:
@@ -192,30 +191,30 @@ def locked_room(key, h, w) -> Layout:
     k = jax.random.split(key, 6)
     lw, rwall = w // 2 - 2, w // 2 + 2
     third = h // 3
-    grid = walled(h, w).at[:, lw, 0].set(W.WALL).at[:, rwall, 0].set(W.WALL)
+    grid = walled(h, w).at[:, lw, 0].set(world.WALL).at[:, rwall, 0].set(world.WALL)
     cols = jnp.arange(w)
     side = (cols < lw) | (cols > rwall)
     for n in range(3):
         grid = grid.at[n * third, :, 0].set(
-            jnp.where(side, W.WALL, grid[n * third, :, 0]).astype(jnp.uint8)
+            jnp.where(side, world.WALL, grid[n * third, :, 0]).astype(jnp.uint8)
         )
     # rooms: (top row, left col of the room's interior, door cell), left rooms first per row
     tops = [n * third for n in range(3) for _ in range(2)]
     lefts = [1 if s == 0 else rwall + 1 for _ in range(3) for s in range(2)]
     doors = [(n * third + 3, lw if s == 0 else rwall) for n in range(3) for s in range(2)]
-    colors = jax.random.permutation(k[0], jnp.asarray(W.MINIGRID_COLORS, jnp.uint8))
+    colors = jax.random.permutation(k[0], jnp.asarray(world.MINIGRID_COLORS, jnp.uint8))
     locked = jax.random.randint(k[1], (), 0, 6)
     key_room = (locked + jax.random.randint(k[2], (), 1, 6)) % 6  # any other room
     interiors = jnp.stack(
         [box_mask(h, w, t + 1, lft, third - 1, lw - 1) for t, lft in zip(tops, lefts, strict=True)]
     )
     goal_pos = sample_cell(k[3], interiors[locked])
-    grid = put(grid, goal_pos, W.GOAL, W.GREEN)
+    grid = put(grid, goal_pos, world.GOAL, world.GREEN)
     for i, door in enumerate(doors):
-        tile = jnp.where(locked == i, W.DOOR_LOCKED, W.DOOR_CLOSED)
+        tile = jnp.where(locked == i, world.DOOR_LOCKED, world.DOOR_CLOSED)
         grid = put(grid, door, tile, colors[i])
     key_pos = sample_cell(k[4], interiors[key_room])
-    grid = put(grid, key_pos, W.KEY, colors[locked])
+    grid = put(grid, key_pos, world.KEY, colors[locked])
     hall = box_mask(h, w, 0, lw, h, rwall - lw)
     pos, d = sample_agent(k[5], grid, hall)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
@@ -235,32 +234,32 @@ def memory(key, h, w, random_length: bool = False) -> Layout:
     cols = jnp.arange(w)
     tiles = grid[..., 0]
     room = (cols >= 1) & (cols < 5)
-    tiles = tiles.at[up_wall].set(jnp.where(room, W.WALL, tiles[up_wall]))
-    tiles = tiles.at[low_wall].set(jnp.where(room, W.WALL, tiles[low_wall]))
-    tiles = tiles.at[up_wall + 1, 4].set(W.WALL).at[low_wall - 1, 4].set(W.WALL)
+    tiles = tiles.at[up_wall].set(jnp.where(room, world.WALL, tiles[up_wall]))
+    tiles = tiles.at[low_wall].set(jnp.where(room, world.WALL, tiles[low_wall]))
+    tiles = tiles.at[up_wall + 1, 4].set(world.WALL).at[low_wall - 1, 4].set(world.WALL)
     hall = (cols >= 5) & (cols < end)
-    tiles = tiles.at[up_wall + 1].set(jnp.where(hall, W.WALL, tiles[up_wall + 1]))
-    tiles = tiles.at[low_wall - 1].set(jnp.where(hall, W.WALL, tiles[low_wall - 1]))
+    tiles = tiles.at[up_wall + 1].set(jnp.where(hall, world.WALL, tiles[up_wall + 1]))
+    tiles = tiles.at[low_wall - 1].set(jnp.where(hall, world.WALL, tiles[low_wall - 1]))
     rows = jnp.arange(h)[:, None]
-    tiles = jnp.where((cols[None] == end) & (rows != mid), W.WALL, tiles)
-    tiles = jnp.where(cols[None] == end + 2, W.WALL, tiles)
+    tiles = jnp.where((cols[None] == end) & (rows != mid), world.WALL, tiles)
+    tiles = jnp.where(cols[None] == end + 2, world.WALL, tiles)
     grid = grid.at[..., 0].set(tiles.astype(jnp.uint8))
     pos = jnp.stack([jnp.int32(mid), jax.random.randint(k[1], (), 1, end + 1)])
-    objs = jnp.array([W.KEY, W.BALL], jnp.uint8)
+    objs = jnp.array([world.KEY, world.BALL], jnp.uint8)
     start_obj = objs[jax.random.randint(k[2], (), 0, 2)]
     first = objs[jax.random.randint(k[3], (), 0, 2)]
-    second = jnp.where(first == W.KEY, W.BALL, W.KEY)
-    grid = put(grid, (mid - 1, 1), start_obj, W.GREEN)
+    second = jnp.where(first == world.KEY, world.BALL, world.KEY)
+    grid = put(grid, (mid - 1, 1), start_obj, world.GREEN)
     pos0, pos1 = (mid - 2, end + 1), (mid + 2, end + 1)
-    grid = put(grid, pos0, first, W.GREEN)
-    grid = put(grid, pos1, second, W.GREEN)
+    grid = put(grid, pos0, first, world.GREEN)
+    grid = put(grid, pos1, second, world.GREEN)
     match0 = start_obj == first
     above = jnp.stack([jnp.int32(mid - 1), end + 1])  # next to pos0
     below = jnp.stack([jnp.int32(mid + 1), end + 1])  # next to pos1
     win = jnp.where(match0, above, below)
     lose = jnp.where(match0, below, above)
-    goal = _goal(R.G_AGENT_ON_POSITION, win[0], win[1], 0, 0)
-    fail = _goal(R.G_AGENT_ON_POSITION, lose[0], lose[1], 0, 0)
+    goal = _goal(rules.G_AGENT_ON_POSITION, win[0], win[1], 0, 0)
+    fail = _goal(rules.G_AGENT_ON_POSITION, lose[0], lose[1], 0, 0)
     return Layout(grid, pos, jnp.int32(0), goal, fail)
 
 
@@ -270,21 +269,21 @@ def playground(key, h, w) -> Layout:
     rh, rw = h // 3, w // 3
     grid = walled(h, w)
     for i in (1, 2):
-        grid = grid.at[:, i * rw, 0].set(W.WALL).at[i * rh, :, 0].set(W.WALL)
+        grid = grid.at[:, i * rw, 0].set(world.WALL).at[i * rh, :, 0].set(world.WALL)
     n = 0
     for j in range(3):
         for i in range(3):
             top, left = j * rh, i * rw
             if i + 1 < 3:
                 r = jax.random.randint(k[n], (), top + 1, top + rh - 1)
-                grid = put(grid, (r, left + rw), W.DOOR_CLOSED, random_color(k[n + 1]))
+                grid = put(grid, (r, left + rw), world.DOOR_CLOSED, random_color(k[n + 1]))
                 n += 2
             if j + 1 < 3:
                 c = jax.random.randint(k[n], (), left + 1, left + rw - 1)
-                grid = put(grid, (top + rh, c), W.DOOR_CLOSED, random_color(k[n + 1]))
+                grid = put(grid, (top + rh, c), world.DOOR_CLOSED, random_color(k[n + 1]))
                 n += 2
     pos, d = sample_agent(k[n], grid, jnp.ones((h, w), bool))
-    kinds = jnp.array([W.KEY, W.BALL, W.BOX], jnp.uint8)
+    kinds = jnp.array([world.KEY, world.BALL, world.BOX], jnp.uint8)
     keys = jax.random.split(k[n + 1], 12 * 3).reshape(12, 3)
     for i in range(12):
         tile = kinds[jax.random.randint(keys[i, 0], (), 0, 3)]

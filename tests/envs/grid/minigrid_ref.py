@@ -11,23 +11,22 @@ from __future__ import annotations
 import numpy as np
 from minigrid.core.constants import COLOR_TO_IDX, OBJECT_TO_IDX
 
-from hordax.envs.grid import rules as R
-from hordax.envs.grid import world as W
+from hordax.envs.grid import rules, world
 
 #: hordax action -> minigrid action
 TO_MINIGRID_ACTION = np.array([2, 0, 1, 3, 4, 5])
 
 _OBJ = {
-    "unseen": W.EMPTY,
-    "empty": W.FLOOR,
-    "wall": W.WALL,
-    "floor": W.FLOOR,
-    "key": W.KEY,
-    "ball": W.BALL,
-    "box": W.BOX,
-    "goal": W.GOAL,
+    "unseen": world.EMPTY,
+    "empty": world.FLOOR,
+    "wall": world.WALL,
+    "floor": world.FLOOR,
+    "key": world.KEY,
+    "ball": world.BALL,
+    "box": world.BOX,
+    "goal": world.GOAL,
 }
-_DOOR_BY_STATE = {0: W.DOOR_OPEN, 1: W.DOOR_CLOSED, 2: W.DOOR_LOCKED}
+_DOOR_BY_STATE = {0: world.DOOR_OPEN, 1: world.DOOR_CLOSED, 2: world.DOOR_LOCKED}
 
 
 def _tables():
@@ -42,7 +41,7 @@ def _tables():
                 elif name in _OBJ:
                     tile[oi, ci, st] = _OBJ[name]
                 keep = name in ("door", "key", "ball", "box", "goal")
-                color[oi, ci, st] = ci + 1 if keep else W.COLOR_NONE
+                color[oi, ci, st] = ci + 1 if keep else world.COLOR_NONE
     return tile, color
 
 
@@ -70,12 +69,14 @@ def goal_of(env) -> np.ndarray:
     """hordax goal encoding equivalent to the minigrid env's success test."""
     name = type(env).__name__
     if name in ("EmptyEnv", "FourRoomsEnv", "DoorKeyEnv", "LockedRoomEnv"):
-        return R.goal(R.G_AGENT_ON_TILE, W.GOAL, W.GREEN)
+        return rules.goal(rules.G_AGENT_ON_TILE, world.GOAL, world.GREEN)
     if name == "UnlockEnv":
         x, y = env.door.cur_pos
-        return R.goal(R.G_TILE_ON_POSITION, W.DOOR_OPEN, COLOR_TO_IDX[env.door.color] + 1, y, x)
+        return rules.goal(
+            rules.G_TILE_ON_POSITION, world.DOOR_OPEN, COLOR_TO_IDX[env.door.color] + 1, y, x
+        )
     if name in ("UnlockPickupEnv", "BlockedUnlockPickupEnv"):
-        return R.goal(R.G_AGENT_HOLD, W.BOX, COLOR_TO_IDX[env.obj.color] + 1)
+        return rules.goal(rules.G_AGENT_HOLD, world.BOX, COLOR_TO_IDX[env.obj.color] + 1)
     raise ValueError(f"no goal translation for {name}")
 
 

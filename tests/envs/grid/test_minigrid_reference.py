@@ -20,27 +20,27 @@ import pytest
 pytest.importorskip("minigrid")
 from minigrid import envs as mg  # noqa: E402
 
-from hordax.envs.grid import env as E  # noqa: E402
-from hordax.envs.grid import world as W  # noqa: E402
+from hordax.envs.grid import env as grid_env  # noqa: E402
+from hordax.envs.grid import world  # noqa: E402
 
-from . import minigrid_ref as M  # noqa: E402
+from . import minigrid_ref as mref  # noqa: E402
 
 NUM_SEQ = 1000
 SEQ_LEN = 20
 ACTION_P = np.array([0.4, 0.15, 0.15, 0.1, 0.1, 0.1])  # forward-biased, all six actions
 
 CASES = {
-    "Empty-8x8": (lambda: mg.EmptyEnv(size=8), lambda: E.Empty(8)),
+    "Empty-8x8": (lambda: mg.EmptyEnv(size=8), lambda: grid_env.Empty(8)),
     "Empty-Random-6x6": (
         lambda: mg.EmptyEnv(size=6, agent_start_pos=None),
-        lambda: E.Empty(6, random_start=True),
+        lambda: grid_env.Empty(6, random_start=True),
     ),
-    "FourRooms": (lambda: mg.FourRoomsEnv(), lambda: E.FourRooms()),
-    "DoorKey-5x5": (lambda: mg.DoorKeyEnv(size=5), lambda: E.DoorKey(5)),
-    "DoorKey-8x8": (lambda: mg.DoorKeyEnv(size=8), lambda: E.DoorKey(8)),
-    "Unlock": (lambda: mg.UnlockEnv(), lambda: E.Unlock()),
-    "UnlockPickUp": (lambda: mg.UnlockPickupEnv(), lambda: E.UnlockPickUp()),
-    "LockedRoom": (lambda: mg.LockedRoomEnv(), lambda: E.LockedRoom()),
+    "FourRooms": (lambda: mg.FourRoomsEnv(), lambda: grid_env.FourRooms()),
+    "DoorKey-5x5": (lambda: mg.DoorKeyEnv(size=5), lambda: grid_env.DoorKey(5)),
+    "DoorKey-8x8": (lambda: mg.DoorKeyEnv(size=8), lambda: grid_env.DoorKey(8)),
+    "Unlock": (lambda: mg.UnlockEnv(), lambda: grid_env.Unlock()),
+    "UnlockPickUp": (lambda: mg.UnlockPickupEnv(), lambda: grid_env.UnlockPickUp()),
+    "LockedRoom": (lambda: mg.LockedRoomEnv(), lambda: grid_env.LockedRoom()),
 }
 
 
@@ -66,8 +66,8 @@ def _run_minigrid(make_ref, actions):
     obs_all = []
     for i in range(n):
         ref.reset(seed=i)
-        out["start"].append(M.snapshot(ref))
-        out["goal"].append(M.goal_of(ref))
+        out["start"].append(mref.snapshot(ref))
+        out["goal"].append(mref.goal_of(ref))
         doors = [
             (x, y, ref.grid.get(x, y))
             for x in range(ref.width)
@@ -78,27 +78,27 @@ def _run_minigrid(make_ref, actions):
         door_tiles = np.zeros((length, len(doors)), np.int32)
         obs_seq = np.zeros((length, ref.agent_view_size, ref.agent_view_size, 2), np.uint8)
         for t in range(length):
-            obs, reward, terminated, _, _ = ref.step(int(M.TO_MINIGRID_ACTION[actions[i, t]]))
+            obs, reward, terminated, _, _ = ref.step(int(mref.TO_MINIGRID_ACTION[actions[i, t]]))
             x, y = ref.agent_pos
             out["pos"][i, t] = (y, x)
             out["dir"][i, t] = ref.agent_dir
-            out["carry"][i, t] = M.carry_of(ref)
+            out["carry"][i, t] = mref.carry_of(ref)
             out["reward"][i, t] = reward
             out["terminated"][i, t] = terminated
             out["valid"][i, t] = True
-            obs_seq[t] = M.translate_encoding(obs["image"])
+            obs_seq[t] = mref.translate_encoding(obs["image"])
             for k, (_, _, door) in enumerate(doors):
                 door_tiles[t, k] = (
-                    W.DOOR_OPEN
+                    world.DOOR_OPEN
                     if door.is_open
-                    else W.DOOR_LOCKED
+                    else world.DOOR_LOCKED
                     if door.is_locked
-                    else W.DOOR_CLOSED
+                    else world.DOOR_CLOSED
                 )
             if terminated:
                 break
         out["door_tiles"].append(door_tiles)
-        out["final_grid"].append(M.snapshot(ref)["grid"])
+        out["final_grid"].append(mref.snapshot(ref)["grid"])
         obs_all.append(obs_seq)
     out["obs"] = np.stack(obs_all)
     return out
@@ -122,7 +122,7 @@ def _replay(env):
 def _states(env, ref_out):
     starts = ref_out["start"]
     n = len(starts)
-    return E.GridState(
+    return grid_env.GridState(
         grid=jnp.asarray(np.stack([s["grid"] for s in starts])),
         agent_pos=jnp.asarray(np.stack([s["pos"] for s in starts])),
         agent_dir=jnp.asarray(np.stack([s["dir"] for s in starts])),
