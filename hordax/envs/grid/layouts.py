@@ -53,11 +53,45 @@ def box_mask(h: int, w: int, top: int, left: int, rows: int, cols: int) -> jax.A
     return (r >= top) & (r < top + rows) & (c >= left) & (c < left + cols)
 
 
-def sample_cell(key: jax.Array, mask: jax.Array) -> jax.Array:
+class Draws:
+    """Uniform numbers drawn once per reset and handed out in order (at trace time).
+
+    One ``jax.random.uniform`` call for the whole layout keeps the compiled reset small
+    (every separate ``jax.random`` call compiles its own hash).
+    """
+
+    def __init__(self, key: jax.Array, n: int):
+        self.u = jax.random.uniform(key, (n,), jnp.float32)
+        self.n, self.i = n, 0
+
+    def uniform(self) -> jax.Array:
+        if self.i >= self.n:
+            raise RuntimeError(f"layout needs more than {self.n} random numbers")
+        self.i += 1
+        return self.u[self.i - 1]
+
+    def randint(self, low, high) -> jax.Array:
+        """Uniform int in ``[low, high)`` (``int32[]``)."""
+        low, high = jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32)
+        v = low + jnp.floor(self.uniform() * (high - low)).astype(jnp.int32)
+        return jnp.minimum(v, high - 1)
+
+    def index(self, mask: jax.Array) -> jax.Array:
+        """Uniform flat index among the True entries of ``mask`` (any shape)."""
+        flat = mask.reshape(-1)
+        counts = jnp.cumsum(flat.astype(jnp.int32))
+        k = jnp.floor(self.uniform() * counts[-1]).astype(jnp.int32)
+        return jnp.argmax(counts > k).astype(jnp.int32)
+
+    def permutation(self, n: int) -> jax.Array:
+        """A uniform random permutation of ``range(n)``."""
+        return jnp.argsort(jnp.stack([self.uniform() for _ in range(n)])).astype(jnp.int32)
+
+
+def sample_cell(rng: Draws, mask: jax.Array) -> jax.Array:
     """A uniformly drawn ``(row, col)`` with ``mask`` True (``int32[2]``)."""
-    w = mask.shape[1]
-    flat = jax.random.categorical(key, jnp.where(mask.reshape(-1), 0.0, -jnp.inf))
-    return jnp.stack([flat // w, flat % w]).astype(jnp.int32)
+    flat = rng.index(mask)
+    return jnp.stack([flat // mask.shape[1], flat % mask.shape[1]])
 
 
 def free(grid: jax.Array) -> jax.Array:
@@ -65,7 +99,7 @@ def free(grid: jax.Array) -> jax.Array:
     return grid[..., 0] == world.FLOOR
 
 
-def sample_agent(key, grid, mask, facing_nothing: bool = False):
+def sample_agent(rng: Draws, grid, mask, facing_nothing: bool = False):
     """Uniform ``(pos, dir)`` on free cells of ``mask``; MiniGrid's ``place_agent``.
 
     With ``facing_nothing`` (MiniGrid's ``RoomGrid.place_agent``) only poses whose front
@@ -78,7 +112,7 @@ def sample_agent(key, grid, mask, facing_nothing: bool = False):
         c = jnp.arange(w)[None, :, None] + jnp.asarray(world.DIR_VEC)[None, None, :, 1]
         front = grid[jnp.clip(r, 0, h - 1), jnp.clip(c, 0, w - 1), 0]
         ok = ok & ((front == world.FLOOR) | (front == world.WALL))
-    flat = jax.random.categorical(key, jnp.where(ok.reshape(-1), 0.0, -jnp.inf))
+    flat = rng.index(ok)
     pos = jnp.stack([flat // (4 * w), (flat // 4) % w]).astype(jnp.int32)
     return pos, (flat % 4).astype(jnp.int32)
 
@@ -87,9 +121,9 @@ def _not_at(h, w, pos):
     return ~((jnp.arange(h)[:, None] == pos[0]) & (jnp.arange(w)[None, :] == pos[1]))
 
 
-def random_color(key) -> jax.Array:
+def random_color(rng: Draws) -> jax.Array:
     """One of MiniGrid's six colours."""
-    return jnp.asarray(world.MINIGRID_COLORS, jnp.uint8)[jax.random.randint(key, (), 0, 6)]
+    return jnp.asarray(world.MINIGRID_COLORS, jnp.uint8)[rng.randint(0, 6)]
 
 
 def reach_goal(grid) -> jax.Array:
@@ -104,7 +138,7 @@ def empty(key, h, w, random_start: bool = False) -> Layout:
     """MiniGrid Empty: goal in the bottom-right corner; agent at (1, 1) facing east."""
     grid = put(walled(h, w), (h - 2, w - 2), world.GOAL, world.GREEN)
     if random_start:
-        pos, d = sample_agent(key, grid, jnp.ones((h, w), bool))
+        pos, d = sample_agent(Draws(key, 1), grid, jnp.ones((h, w), bool))
     else:
         pos, d = jnp.array([1, 1], jnp.int32), jnp.int32(0)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
@@ -113,63 +147,63 @@ def empty(key, h, w, random_start: bool = False) -> Layout:
 def four_rooms(key, h, w) -> Layout:
     """MiniGrid FourRooms: four rooms joined by one gap per inner wall; random agent and goal."""
     rh, rw = h // 2, w // 2
-    k = jax.random.split(key, 6)
+    rng = Draws(key, 6)
     grid = walled(h, w).at[:, rw, 0].set(world.WALL).at[rh, :, 0].set(world.WALL)
     floor = world.FLOOR
     gaps = [
-        (jax.random.randint(k[0], (), 1, rh), rw),  # upper half of the vertical wall
-        (rh, jax.random.randint(k[1], (), 1, rw)),  # left half of the horizontal wall
-        (rh, jax.random.randint(k[2], (), rw + 1, w - 1)),  # right half
-        (jax.random.randint(k[3], (), rh + 1, h - 1), rw),  # lower half
+        (rng.randint(1, rh), rw),  # upper half of the vertical wall
+        (rh, rng.randint(1, rw)),  # left half of the horizontal wall
+        (rh, rng.randint(rw + 1, w - 1)),  # right half
+        (rng.randint(rh + 1, h - 1), rw),  # lower half
     ]
     for r, c in gaps:
         grid = grid.at[r, c, 0].set(floor)
-    pos, d = sample_agent(k[4], grid, jnp.ones((h, w), bool))
-    goal_pos = sample_cell(k[5], free(grid) & _not_at(h, w, pos))
+    pos, d = sample_agent(rng, grid, jnp.ones((h, w), bool))
+    goal_pos = sample_cell(rng, free(grid) & _not_at(h, w, pos))
     grid = put(grid, goal_pos, world.GOAL, world.GREEN)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
 
 
 def door_key(key, h, w) -> Layout:
     """MiniGrid DoorKey: a wall splits the room; a yellow key opens the locked door."""
-    k = jax.random.split(key, 4)
+    rng = Draws(key, 4)
     grid = put(walled(h, w), (h - 2, w - 2), world.GOAL, world.GREEN)
-    split = jax.random.randint(k[0], (), 2, w - 2)
+    split = rng.randint(2, w - 2)
     cols = jnp.arange(w)[None, :]
     grid = grid.at[..., 0].set(jnp.where(cols == split, world.WALL, grid[..., 0]).astype(jnp.uint8))
     left = jnp.broadcast_to(cols < split, (h, w))
-    pos, d = sample_agent(k[1], grid, left)
-    door_row = jax.random.randint(k[2], (), 1, h - 2)
+    pos, d = sample_agent(rng, grid, left)
+    door_row = rng.randint(1, h - 2)
     grid = put(grid, (door_row, split), world.DOOR_LOCKED, world.YELLOW)
-    key_pos = sample_cell(k[3], free(grid) & left & _not_at(h, w, pos))
+    key_pos = sample_cell(rng, free(grid) & left & _not_at(h, w, pos))
     grid = put(grid, key_pos, world.KEY, world.YELLOW)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
 
 
-def _two_rooms(key, h, w):
+def _two_rooms(rng, h, w):
     """MiniGrid RoomGrid with one row of two rooms: walls and the door cell (row, col)."""
     room = w // 2  # room_size - 1
     grid = walled(h, w).at[:, room, 0].set(world.WALL)
-    door_row = jax.random.randint(key, (), 1, h - 1)
+    door_row = rng.randint(1, h - 1)
     return grid, (door_row, room), room
 
 
 def _unlock_common(key, h, w, box: bool, blocked: bool):
-    k = jax.random.split(key, 6)
-    grid, door, room = _two_rooms(k[0], h, w)
+    rng = Draws(key, 7)
+    grid, door, room = _two_rooms(rng, h, w)
     cols = jnp.arange(w)[None, :]
     left = jnp.broadcast_to(cols < room, (h, w))
     right = jnp.broadcast_to(cols > room, (h, w))
-    box_color = random_color(k[1])
+    box_color = random_color(rng)
     if box:
-        grid = put(grid, sample_cell(k[2], free(grid) & right), world.BOX, box_color)
-    door_color = random_color(k[3])
+        grid = put(grid, sample_cell(rng, free(grid) & right), world.BOX, box_color)
+    door_color = random_color(rng)
     grid = put(grid, door, world.DOOR_LOCKED, door_color)
     if blocked:
-        ball_color = random_color(jax.random.fold_in(k[3], 1))
+        ball_color = random_color(rng)
         grid = put(grid, (door[0], door[1] - 1), world.BALL, ball_color)
-    grid = put(grid, sample_cell(k[4], free(grid) & left), world.KEY, door_color)
-    pos, d = sample_agent(k[5], grid, left, facing_nothing=True)
+    grid = put(grid, sample_cell(rng, free(grid) & left), world.KEY, door_color)
+    pos, d = sample_agent(rng, grid, left, facing_nothing=True)
     return grid, pos, d, door, door_color, box_color
 
 
@@ -188,7 +222,7 @@ def unlock_pick_up(key, h, w, blocked: bool = False) -> Layout:
 
 def locked_room(key, h, w) -> Layout:
     """MiniGrid LockedRoom: six side rooms with doors; fetch the key to the locked one."""
-    k = jax.random.split(key, 6)
+    rng = Draws(key, 12)
     lw, rwall = w // 2 - 2, w // 2 + 2
     third = h // 3
     grid = walled(h, w).at[:, lw, 0].set(world.WALL).at[:, rwall, 0].set(world.WALL)
@@ -202,21 +236,21 @@ def locked_room(key, h, w) -> Layout:
     tops = [n * third for n in range(3) for _ in range(2)]
     lefts = [1 if s == 0 else rwall + 1 for _ in range(3) for s in range(2)]
     doors = [(n * third + 3, lw if s == 0 else rwall) for n in range(3) for s in range(2)]
-    colors = jax.random.permutation(k[0], jnp.asarray(world.MINIGRID_COLORS, jnp.uint8))
-    locked = jax.random.randint(k[1], (), 0, 6)
-    key_room = (locked + jax.random.randint(k[2], (), 1, 6)) % 6  # any other room
+    colors = jnp.asarray(world.MINIGRID_COLORS, jnp.uint8)[rng.permutation(6)]
+    locked = rng.randint(0, 6)
+    key_room = (locked + rng.randint(1, 6)) % 6  # any other room
     interiors = jnp.stack(
         [box_mask(h, w, t + 1, lft, third - 1, lw - 1) for t, lft in zip(tops, lefts, strict=True)]
     )
-    goal_pos = sample_cell(k[3], interiors[locked])
+    goal_pos = sample_cell(rng, interiors[locked])
     grid = put(grid, goal_pos, world.GOAL, world.GREEN)
     for i, door in enumerate(doors):
         tile = jnp.where(locked == i, world.DOOR_LOCKED, world.DOOR_CLOSED)
         grid = put(grid, door, tile, colors[i])
-    key_pos = sample_cell(k[4], interiors[key_room])
+    key_pos = sample_cell(rng, interiors[key_room])
     grid = put(grid, key_pos, world.KEY, colors[locked])
     hall = box_mask(h, w, 0, lw, h, rwall - lw)
-    pos, d = sample_agent(k[5], grid, hall)
+    pos, d = sample_agent(rng, grid, hall)
     return Layout(grid, pos, d, reach_goal(grid), no_goal())
 
 
@@ -226,10 +260,10 @@ def memory(key, h, w, random_length: bool = False) -> Layout:
     The success (failure) cell is the cell next to the matching (other) object; reaching
     either ends the episode.
     """
-    k = jax.random.split(key, 4)
+    rng = Draws(key, 4)
     mid = h // 2
     up_wall, low_wall = mid - 2, mid + 2
-    end = jax.random.randint(k[0], (), 4, w - 2) if random_length else jnp.int32(w - 3)
+    end = rng.randint(4, w - 2) if random_length else jnp.int32(w - 3)
     grid = walled(h, w)
     cols = jnp.arange(w)
     tiles = grid[..., 0]
@@ -244,10 +278,10 @@ def memory(key, h, w, random_length: bool = False) -> Layout:
     tiles = jnp.where((cols[None] == end) & (rows != mid), world.WALL, tiles)
     tiles = jnp.where(cols[None] == end + 2, world.WALL, tiles)
     grid = grid.at[..., 0].set(tiles.astype(jnp.uint8))
-    pos = jnp.stack([jnp.int32(mid), jax.random.randint(k[1], (), 1, end + 1)])
+    pos = jnp.stack([jnp.int32(mid), rng.randint(1, end + 1)])
     objs = jnp.array([world.KEY, world.BALL], jnp.uint8)
-    start_obj = objs[jax.random.randint(k[2], (), 0, 2)]
-    first = objs[jax.random.randint(k[3], (), 0, 2)]
+    start_obj = objs[rng.randint(0, 2)]
+    first = objs[rng.randint(0, 2)]
     second = jnp.where(first == world.KEY, world.BALL, world.KEY)
     grid = put(grid, (mid - 1, 1), start_obj, world.GREEN)
     pos0, pos1 = (mid - 2, end + 1), (mid + 2, end + 1)
@@ -265,30 +299,26 @@ def memory(key, h, w, random_length: bool = False) -> Layout:
 
 def playground(key, h, w) -> Layout:
     """MiniGrid Playground: 3x3 rooms joined by closed doors, 12 random objects, no goal."""
-    k = jax.random.split(key, 40)
+    rng = Draws(key, 64)
     rh, rw = h // 3, w // 3
     grid = walled(h, w)
     for i in (1, 2):
         grid = grid.at[:, i * rw, 0].set(world.WALL).at[i * rh, :, 0].set(world.WALL)
-    n = 0
     for j in range(3):
         for i in range(3):
             top, left = j * rh, i * rw
             if i + 1 < 3:
-                r = jax.random.randint(k[n], (), top + 1, top + rh - 1)
-                grid = put(grid, (r, left + rw), world.DOOR_CLOSED, random_color(k[n + 1]))
-                n += 2
+                r = rng.randint(top + 1, top + rh - 1)
+                grid = put(grid, (r, left + rw), world.DOOR_CLOSED, random_color(rng))
             if j + 1 < 3:
-                c = jax.random.randint(k[n], (), left + 1, left + rw - 1)
-                grid = put(grid, (top + rh, c), world.DOOR_CLOSED, random_color(k[n + 1]))
-                n += 2
-    pos, d = sample_agent(k[n], grid, jnp.ones((h, w), bool))
+                c = rng.randint(left + 1, left + rw - 1)
+                grid = put(grid, (top + rh, c), world.DOOR_CLOSED, random_color(rng))
+    pos, d = sample_agent(rng, grid, jnp.ones((h, w), bool))
     kinds = jnp.array([world.KEY, world.BALL, world.BOX], jnp.uint8)
-    keys = jax.random.split(k[n + 1], 12 * 3).reshape(12, 3)
-    for i in range(12):
-        tile = kinds[jax.random.randint(keys[i, 0], (), 0, 3)]
-        cell = sample_cell(keys[i, 2], free(grid) & _not_at(h, w, pos))
-        grid = put(grid, cell, tile, random_color(keys[i, 1]))
+    for _ in range(12):
+        tile = kinds[rng.randint(0, 3)]
+        cell = sample_cell(rng, free(grid) & _not_at(h, w, pos))
+        grid = put(grid, cell, tile, random_color(rng))
     return Layout(grid, pos, d, no_goal(), no_goal())
 
 
@@ -299,6 +329,6 @@ MIN_SIZE = {
     "door_key": (5, 5),
     "unlock": (4, 7),
     "locked_room": (13, 13),
-    "memory": (7, 8),
+    "memory": (7, 7),
     "playground": (10, 10),
 }
