@@ -21,3 +21,4 @@ register("Grid-LockedRoom-v0", f"{_GRID}:LockedRoom")
 for _size in (8, 16, 32, 64):
     register(f"Grid-Memory-S{_size}-v0", f"{_GRID}:Memory", size=_size)
 register("Grid-Playground-v0", f"{_GRID}:Playground")
+register("Grid-Ascii-v0", "hordax.envs.grid.ascii:AsciiGrid")

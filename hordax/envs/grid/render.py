@@ -19,7 +19,7 @@ PALETTE = np.array(
 )  # fmt: skip
 
 #: one character per tile for ``render_text`` (upper case = object, see TEXT_LEGEND).
-TILE_CHARS = " .#BSPGKLCOHXb"
+TILE_CHARS = " .#BSPGKDCOH*X"  # the characters of ascii.parse_ascii
 TEXT_LEGEND = dict(zip(TILE_CHARS, world.TILE_NAMES, strict=True))
 AGENT_CHARS = ">v<^"  # by direction: east, south, west, north
 
