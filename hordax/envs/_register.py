@@ -22,3 +22,7 @@ for _size in (8, 16, 32, 64):
     register(f"Grid-Memory-S{_size}-v0", f"{_GRID}:Memory", size=_size)
 register("Grid-Playground-v0", f"{_GRID}:Playground")
 register("Grid-Ascii-v0", "hordax.envs.grid.ascii:AsciiGrid")
+_XLAND = "hordax.envs.grid.xland"
+register("Grid-XLand-R1-9x9-v0", f"{_XLAND}:XLand", generate=True)
+register("Grid-XLand-R4-13x13-v0", f"{_XLAND}:XLand", height=13, width=13, rooms=4, generate=True)
+register("Grid-XLand-Trials-R1-9x9-v0", f"{_XLAND}:XLandTrials")
