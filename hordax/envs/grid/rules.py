@@ -127,46 +127,58 @@ def check_goal(goal: jax.Array, grid: jax.Array, pos: jax.Array, carry: jax.Arra
 def apply_rule(
     rule: jax.Array, grid: jax.Array, pos: jax.Array, carry: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """Apply one rule (``int32[7]``); returns ``(grid, carry)``."""
+    """Apply one rule (``int32[7]``); returns ``(grid, carry)``.
+
+    Written with whole-grid masks (no scattered writes) so that it compiles small.
+    """
     kind, a, b, c, d = rule[0], rule[1], rule[2], rule[3], rule[4]
     prod = jnp.stack([rule[5], rule[6]]).astype(jnp.uint8)
     h, w = grid.shape[:2]
+    rows, cols = jnp.arange(h)[:, None], jnp.arange(w)[None, :]
+    near = jnp.asarray(NEAR_VEC)
     # AgentHold
     hold = (kind == R_AGENT_HOLD) & (carry[0] == a) & (carry[1] == b)
     carry = jnp.where(hold, prod, carry)
-    # AgentNear (any direction, or one)
-    cells = _neighbour_cells(pos)
-    inside = (cells[:, 0] >= 0) & (cells[:, 0] < h) & (cells[:, 1] >= 0) & (cells[:, 1] < w)
-    rr, cc = jnp.clip(cells[:, 0], 0, h - 1), jnp.clip(cells[:, 1], 0, w - 1)
-    nb = grid[rr, cc]
-    match = inside & (nb[:, 0] == a) & (nb[:, 1] == b)
-    which = jnp.where(kind == R_AGENT_NEAR, True, jnp.arange(4) == kind - R_AGENT_NEAR_UP)
-    fire = match & which & ((kind == R_AGENT_NEAR) | ((kind >= 8) & (kind <= 11)))
-    for k in range(4):  # sequential writes: two clipped indices may coincide
-        grid = grid.at[rr[k], cc[k]].set(jnp.where(fire[k], prod, grid[rr[k], cc[k]]))
-    # TileNear (any direction, or one)
+    # AgentNear (any direction, or one): the allowed neighbour cells of the agent
+    agent_dirs = jnp.where(kind == R_AGENT_NEAR, True, jnp.arange(4) == kind - R_AGENT_NEAR_UP)
+    agent_rule = (kind == R_AGENT_NEAR) | ((kind >= R_AGENT_NEAR_UP) & (kind <= R_AGENT_NEAR_LEFT))
+    cells = (rows[None] == pos[0] + near[:, 0, None, None]) & (
+        cols[None] == pos[1] + near[:, 1, None, None]
+    )  # [4, H, W]
+    around = jnp.any(cells & agent_dirs[:, None, None], axis=0)
+    fire_near = around & _is(grid, a, b) & agent_rule
+    grid = jnp.where(fire_near[..., None], prod, grid)
+    # TileNear (any direction, or one): the first (a, b) in row-major order with a (c, d)
     mask_a, mask_c = _is(grid, a, b), _is(grid, c, d)
-    dir_hits = jnp.stack([mask_a & _shift(mask_c, dr, dc) for dr, dc in NEAR_VEC])  # [4, H, W]
-    allowed = jnp.where(kind == R_TILE_NEAR, True, jnp.arange(4) == kind - R_TILE_NEAR_UP)
-    is_tile_rule = (kind >= R_TILE_NEAR) & (kind <= R_TILE_NEAR_LEFT)
-    dir_hits = dir_hits & allowed[:, None, None]
-    any_dir = jnp.any(dir_hits, axis=0)
-    flat = jnp.argmax(any_dir.reshape(-1))
-    ra, ca = flat // w, flat % w
-    k = jnp.argmax(dir_hits[:, ra, ca])
-    rb, cb = ra + jnp.asarray(NEAR_VEC)[k, 0], ca + jnp.asarray(NEAR_VEC)[k, 1]
-    fire_t = is_tile_rule & jnp.any(any_dir)
-    rb, cb = jnp.clip(rb, 0, h - 1), jnp.clip(cb, 0, w - 1)
+    tile_dirs = jnp.where(kind == R_TILE_NEAR, True, jnp.arange(4) == kind - R_TILE_NEAR_UP)
+    tile_rule = (kind >= R_TILE_NEAR) & (kind <= R_TILE_NEAR_LEFT)
+    hits = jnp.stack([mask_a & _shift(mask_c, int(dr), int(dc)) for dr, dc in NEAR_VEC])
+    hits = hits & tile_dirs[:, None, None]  # [4, H, W]
+    any_dir = jnp.any(hits, axis=0)
+    first = jnp.argmax(any_dir.reshape(-1))
+    sel_a = (jnp.arange(h * w) == first).reshape(h, w) & any_dir & tile_rule
+    k = jnp.argmax(jnp.any(hits & sel_a[None], axis=(1, 2)))  # first direction that hits
+    sel_b = jnp.zeros_like(sel_a)
+    for i, (dr, dc) in enumerate(NEAR_VEC):
+        sel_b = sel_b | ((k == i) & _shift(sel_a, -int(dr), -int(dc)))
     floor = jnp.array([world.FLOOR, world.COLOR_NONE], jnp.uint8)
-    grid = grid.at[rb, cb].set(jnp.where(fire_t, floor, grid[rb, cb]))
-    grid = grid.at[ra, ca].set(jnp.where(fire_t, prod, grid[ra, ca]))
+    grid = jnp.where(sel_b[..., None], floor, grid)
+    grid = jnp.where(sel_a[..., None], prod, grid)
     return grid, carry
 
 
 def apply_rules(
     rules: jax.Array, grid: jax.Array, pos: jax.Array, carry: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """Apply ``rules`` (``int32[R, 7]``) in order; returns ``(grid, carry)``."""
-    for i in range(rules.shape[0]):
-        grid, carry = apply_rule(rules[i], grid, pos, carry)
+    """Apply ``rules`` (``int32[R, 7]``) in order; returns ``(grid, carry)``.
+
+    A ``lax.scan`` over the rules: one compiled rule body whatever ``R`` is.
+    """
+    if rules.shape[0] == 0:
+        return grid, carry
+
+    def body(gc, rule):
+        return apply_rule(rule, gc[0], pos, gc[1]), None
+
+    (grid, carry), _ = jax.lax.scan(body, (grid, carry), rules)
     return grid, carry

@@ -89,9 +89,12 @@ def sample_ruleset(
         p_two: probability that the goal or a chain rule involves two objects (TileNear).
     """
     num_rules, num_objects = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)
-    k_perm, k_u, k_shuffle = jax.random.split(key, 3)
-    objs = jnp.asarray(VOCAB)[jax.random.permutation(k_perm, len(VOCAB))[: num_objects + depth]]
-    u = jax.random.uniform(k_u, (3 + 3 * depth + num_distractor_rules,))
+    # one uniform draw for everything (each jax.random call compiles its own hash)
+    n_u = 3 + 3 * depth + num_distractor_rules
+    draw = jax.random.uniform(key, (len(VOCAB) + num_rules + n_u,))
+    objs = jnp.asarray(VOCAB)[jnp.argsort(draw[: len(VOCAB)])[: num_objects + depth]]
+    shuffle = jnp.argsort(draw[len(VOCAB) : len(VOCAB) + num_rules])
+    u = draw[len(VOCAB) + num_rules :]
     ui = iter(range(u.shape[0]))
     nxt = 0  # next unused object (static counter: every draw takes its slot)
 
@@ -145,7 +148,7 @@ def sample_ruleset(
         nxt += 1
     rule_rows = chain + distract_rules
     all_rules = jnp.stack(rule_rows) if rule_rows else jnp.zeros((0, rules.RULE_SIZE), jnp.int32)
-    all_rules = all_rules[jax.random.permutation(k_shuffle, num_rules)] if num_rules else all_rules
+    all_rules = all_rules[shuffle] if num_rules else all_rules
     init = jnp.concatenate([placed] + ([jnp.stack(distract_objs)] if distract_objs else []), 0)
     pad = num_objects - init.shape[0]
     init = jnp.concatenate([init, jnp.zeros((pad, 2), jnp.int32)], 0)
