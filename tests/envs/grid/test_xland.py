@@ -226,3 +226,14 @@ def test_xland__bad_config_errors():
     other = xland.make_benchmark(jax.random.key(0), 8, depth=3)
     with pytest.raises(ValueError, match="params.benchmark holds rules"):
         env.validate_params(env.default_params.replace(benchmark=other))
+
+
+def test_make_benchmark_command(tmp_path, capsys):
+    """The documented command writes a loadable file with the requested task count."""
+    from hordax.envs.grid import make_benchmark
+
+    out = tmp_path / "tasks.npz"
+    make_benchmark.main(["--num-tasks", "300", "--depth", "2", "--chunk", "128", "--out", str(out)])
+    assert "wrote 300 tasks" in capsys.readouterr().out
+    bench = xland.load_benchmark(out)
+    assert bench.num_tasks == 300 and bench.rules.shape[1:] == (4, 7)
