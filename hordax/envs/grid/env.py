@@ -70,6 +70,9 @@ class GridEnv(Environment[GridState, GridParams]):
     layout_name = "grid"
     default_max_steps = 100
     action_map: tuple[int, ...] | None = None
+    #: goal kinds ``state.goal`` / ``state.fail`` can hold (static; see rules.check_goal)
+    goal_kinds: tuple[int, ...] = rules.ALL_GOALS
+    fail_kinds: tuple[int, ...] = ()
 
     def __init__(
         self,
@@ -132,8 +135,12 @@ class GridEnv(Environment[GridState, GridParams]):
     def step_env(self, key: jax.Array, state: GridState, action: jax.Array, params: Any):
         state = self.transition(state, action)
         state = state.replace(time=state.time + 1)
-        success = rules.check_goal(state.goal, state.grid, state.agent_pos, state.carry)
-        failure = rules.check_goal(state.fail, state.grid, state.agent_pos, state.carry) & ~success
+        success = rules.check_goal(
+            state.goal, state.grid, state.agent_pos, state.carry, self.goal_kinds
+        )
+        failure = ~success & rules.check_goal(
+            state.fail, state.grid, state.agent_pos, state.carry, self.fail_kinds
+        )
         t = state.time.astype(jnp.float32)
         horizon = jnp.asarray(params.max_steps_in_episode, jnp.float32)
         reward = jnp.where(success, 1.0 - 0.9 * t / horizon, 0.0).astype(jnp.float32)
@@ -171,6 +178,14 @@ class GridEnv(Environment[GridState, GridParams]):
 # --------------------------------------------------------------------------------------------
 # classic layouts
 
+#: the goal kinds MiniGrid's layouts use
+MINIGRID_GOALS = (
+    rules.G_AGENT_HOLD,
+    rules.G_AGENT_ON_TILE,
+    rules.G_TILE_ON_POSITION,
+    rules.G_AGENT_ON_POSITION,
+)
+
 
 class Empty(GridEnv):
     """MiniGrid Empty: reach the goal in the corner (``T = 4 * size^2``).
@@ -178,6 +193,7 @@ class Empty(GridEnv):
     As in MiniGrid, the view is not occluded here (``see_through_walls=True``).
     """
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "empty"
 
     def __init__(
@@ -200,6 +216,7 @@ class Empty(GridEnv):
 class FourRooms(GridEnv):
     """MiniGrid FourRooms (19x19, ``T = 100``)."""
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "four_rooms"
 
     def __init__(self, size: int = 19, view_size: int = 7):
@@ -212,6 +229,7 @@ class FourRooms(GridEnv):
 class DoorKey(GridEnv):
     """MiniGrid DoorKey: key, locked door, goal (``T = 10 * size^2``)."""
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "door_key"
 
     def __init__(self, size: int = 8, view_size: int = 7):
@@ -226,6 +244,7 @@ class DoorKey(GridEnv):
 class Unlock(GridEnv):
     """MiniGrid Unlock: two 6x6 rooms, open the locked door (``T = 8 * 6^2``)."""
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "unlock"
     default_max_steps = 8 * 36
 
@@ -260,6 +279,7 @@ class BlockedUnlockPickUp(Unlock):
 class LockedRoom(GridEnv):
     """MiniGrid LockedRoom (19x19, ``T = 10 * size``)."""
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "locked_room"
 
     def __init__(self, size: int = 19, view_size: int = 7):
@@ -277,8 +297,10 @@ class Memory(GridEnv):
     As in MiniGrid, pick up acts as toggle; stepping next to the other object fails.
     """
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "memory"
     action_map = (0, 1, 2, 5, 4, 5)
+    fail_kinds = (rules.G_AGENT_ON_POSITION,)
 
     def __init__(
         self, size: int = 8, height: int = 7, random_length: bool = False, view_size: int = 7
@@ -297,6 +319,7 @@ class Memory(GridEnv):
 class Playground(GridEnv):
     """MiniGrid Playground: 3x3 rooms, 12 objects, no goal (``T = 100``)."""
 
+    goal_kinds = MINIGRID_GOALS
     layout_name = "playground"
 
     def __init__(self, size: int = 19, view_size: int = 7):

@@ -94,34 +94,56 @@ def _neighbour_cells(pos: jax.Array) -> jax.Array:
     return pos[None, :] + jnp.asarray(NEAR_VEC)
 
 
-def check_goal(goal: jax.Array, grid: jax.Array, pos: jax.Array, carry: jax.Array) -> jax.Array:
-    """``bool[]``: whether ``goal`` (``int32[5]``) holds in this world state."""
+#: every goal kind (the default of ``check_goal``'s ``kinds``).
+ALL_GOALS = tuple(range(1, NUM_GOALS))
+
+
+def check_goal(
+    goal: jax.Array,
+    grid: jax.Array,
+    pos: jax.Array,
+    carry: jax.Array,
+    kinds: tuple[int, ...] = ALL_GOALS,
+) -> jax.Array:
+    """``bool[]``: whether ``goal`` (``int32[5]``) holds in this world state.
+
+    ``kinds`` (static) lists the goal kinds an env can produce; other kinds read False.
+    Leaving out the whole-grid TileNear tests makes the compiled step smaller.
+    """
     kind, a, b, c, d = goal[0], goal[1], goal[2], goal[3], goal[4]
-    here = grid[pos[0], pos[1]]
-    nb = jax.vmap(lambda p: world.get_cell(grid, p))(_neighbour_cells(pos))  # [4, 2]
-    nb_ab = (nb[:, 0] == a) & (nb[:, 1] == b)
-    mask_a, mask_c = _is(grid, a, b), _is(grid, c, d)
-    near_dir = jnp.stack([jnp.any(mask_a & _shift(mask_c, dr, dc)) for dr, dc in NEAR_VEC])
     h, w = grid.shape[:2]
-    at_cd = grid[jnp.clip(c, 0, h - 1), jnp.clip(d, 0, w - 1)]
-    results = jnp.concatenate(
-        [
-            jnp.stack(
-                [
-                    jnp.bool_(False),
-                    (carry[0] == a) & (carry[1] == b),
-                    (here[0] == a) & (here[1] == b),
-                    jnp.any(nb_ab),
-                    jnp.any(near_dir),
-                    (at_cd[0] == a) & (at_cd[1] == b),
-                    (pos[0] == a) & (pos[1] == b),
-                ]
-            ),
-            nb_ab,
-            near_dir,
-        ]
-    )
-    return results[jnp.clip(kind, 0, NUM_GOALS - 1)]
+    kinds = tuple(k for k in kinds if 0 < k < NUM_GOALS)
+    if not kinds:
+        return jnp.bool_(False)
+    value = {}
+    if G_AGENT_HOLD in kinds:
+        value[G_AGENT_HOLD] = (carry[0] == a) & (carry[1] == b)
+    if G_AGENT_ON_TILE in kinds:
+        here = grid[pos[0], pos[1]]
+        value[G_AGENT_ON_TILE] = (here[0] == a) & (here[1] == b)
+    if G_TILE_ON_POSITION in kinds:
+        at_cd = grid[jnp.clip(c, 0, h - 1), jnp.clip(d, 0, w - 1)]
+        value[G_TILE_ON_POSITION] = (at_cd[0] == a) & (at_cd[1] == b)
+    if G_AGENT_ON_POSITION in kinds:
+        value[G_AGENT_ON_POSITION] = (pos[0] == a) & (pos[1] == b)
+    agent_near = (G_AGENT_NEAR,) + tuple(range(G_AGENT_NEAR_UP, G_AGENT_NEAR_LEFT + 1))
+    if any(k in kinds for k in agent_near):
+        nb = jax.vmap(lambda p: world.get_cell(grid, p))(_neighbour_cells(pos))  # [4, 2]
+        nb_ab = (nb[:, 0] == a) & (nb[:, 1] == b)
+        value[G_AGENT_NEAR] = jnp.any(nb_ab)
+        for i in range(4):
+            value[G_AGENT_NEAR_UP + i] = nb_ab[i]
+    tile_near = (G_TILE_NEAR,) + tuple(range(G_TILE_NEAR_UP, G_TILE_NEAR_LEFT + 1))
+    if any(k in kinds for k in tile_near):
+        mask_a, mask_c = _is(grid, a, b), _is(grid, c, d)
+        near_dir = jnp.stack([jnp.any(mask_a & _shift(mask_c, dr, dc)) for dr, dc in NEAR_VEC])
+        value[G_TILE_NEAR] = jnp.any(near_dir)
+        for i in range(4):
+            value[G_TILE_NEAR_UP + i] = near_dir[i]
+    met = jnp.bool_(False)
+    for k in kinds:
+        met = met | ((kind == k) & value[k])
+    return met
 
 
 def apply_rule(
