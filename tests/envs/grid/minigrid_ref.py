@@ -89,3 +89,100 @@ def snapshot(env) -> dict[str, np.ndarray]:
         "dir": np.int32(env.agent_dir),
         "carry": carry_of(env),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# a scripted solver on the minigrid side, so that replays also reach success
+
+
+def _passable(cell) -> bool:
+    return cell is None or cell.type == "goal" or (cell.type == "door" and not cell.is_locked)
+
+
+def _plan_first_action(env, done) -> int | None:
+    """BFS over (x, y, dir) with minigrid moves; the first hordax action towards ``done``.
+
+    Closed (unlocked) doors count as passable; the executor toggles them open first.
+    ``done(x, y, d)`` tests a pose. Returns None when no pose satisfies it.
+    """
+    from collections import deque
+
+    start = (int(env.agent_pos[0]), int(env.agent_pos[1]), int(env.agent_dir))
+    if done(*start):
+        return None
+    seen = {start: None}
+    queue = deque([start])
+    vec = ((1, 0), (0, 1), (-1, 0), (0, -1))  # minigrid dir -> (dx, dy)
+    while queue:
+        x, y, d = queue.popleft()
+        moves = [(world.TURN_LEFT, (x, y, (d - 1) % 4)), (world.TURN_RIGHT, (x, y, (d + 1) % 4))]
+        fx, fy = x + vec[d][0], y + vec[d][1]
+        if 0 <= fx < env.width and 0 <= fy < env.height and _passable(env.grid.get(fx, fy)):
+            moves.append((world.FORWARD, (fx, fy, d)))
+        for action, nxt in moves:
+            if nxt in seen:
+                continue
+            seen[nxt] = (x, y, d, action)
+            if done(*nxt):
+                node, first = nxt, action
+                while seen[node] is not None:
+                    px, py, pd, a = seen[node]
+                    first, node = a, (px, py, pd)
+                return first
+            queue.append(nxt)
+    return None
+
+
+def _front(x, y, d):
+    vec = ((1, 0), (0, 1), (-1, 0), (0, -1))
+    return x + vec[d][0], y + vec[d][1]
+
+
+def _find(env, kind, locked=None):
+    for x in range(env.width):
+        for y in range(env.height):
+            c = env.grid.get(x, y)
+            if c is not None and c.type == kind and (locked is None or c.is_locked == locked):
+                return (x, y)
+    return None
+
+
+def solver_action(env, rng, eps: float = 0.15) -> int:
+    """One hordax action of a noisy scripted solver for minigrid's classic layouts."""
+    if rng.random() < eps:
+        return int(rng.integers(0, 6))
+    name = type(env).__name__
+    carrying = env.carrying.type if env.carrying is not None else None
+    fx, fy = _front(int(env.agent_pos[0]), int(env.agent_pos[1]), int(env.agent_dir))
+    front = env.grid.get(fx, fy)
+    if front is not None and front.type == "door" and not front.is_open and not front.is_locked:
+        return world.TOGGLE  # walk through closed doors
+    goal_face = None
+    if name in ("DoorKeyEnv", "UnlockEnv", "UnlockPickupEnv", "LockedRoomEnv"):
+        door = _find(env, "door", locked=True)
+        if door is not None and carrying != "key":
+            goal_face = _find(env, "key")
+            if goal_face is not None and (fx, fy) == goal_face:
+                return world.PICK_UP
+        elif door is not None:
+            if (fx, fy) == door:
+                return world.TOGGLE
+            goal_face = door
+    if goal_face is None and name == "UnlockPickupEnv":
+        if carrying == "key":
+            if front is None:
+                return world.PUT_DOWN
+            action = _plan_first_action(env, lambda x, y, d: env.grid.get(*_front(x, y, d)) is None)
+            return world.TURN_LEFT if action is None else action
+        box = _find(env, "box")
+        if box is not None and (fx, fy) == box:
+            return world.PICK_UP
+        goal_face = box
+    if goal_face is not None:
+        action = _plan_first_action(env, lambda x, y, d: _front(x, y, d) == goal_face)
+        return world.TURN_LEFT if action is None else action
+    target = _find(env, "goal")
+    if target is None:
+        return int(rng.integers(0, 6))
+    action = _plan_first_action(env, lambda x, y, d: (x, y) == target)
+    return world.TURN_LEFT if action is None else action

@@ -21,6 +21,7 @@ def _world(text, colors=None):
 
 
 _step = jax.jit(world.step_agent)
+_view = jax.jit(world.egocentric_view, static_argnums=(4, 5))
 
 
 def _run(text, actions, colors=None):
@@ -81,16 +82,16 @@ def test_world__occlusion():
     """Cells behind a wall are hidden; the agent's cell shows the carried object."""
     text = "#######\n#.....#\n#######\n#.....#\n#..^..#\n#######"
     grid, pos, d, carry = _world(text)
-    view = np.asarray(world.egocentric_view(grid, pos, d, carry, 5))
+    view = np.asarray(_view(grid, pos, d, carry, 5, False))
     # agent at view (4, 2) facing up; a wall row 2 cells ahead (view row 2)
     assert np.all(view[2, :, 0] == world.WALL)
     assert np.all(view[:2, :, 0] == world.EMPTY)  # the floor behind it is hidden
     assert view[4, 2, 0] == world.FLOOR
     grid, pos, d, carry = _world("####\n#>B#\n####")
-    grid, pos, d, carry = world.step_agent(grid, pos, d, carry, PICK)
-    view = np.asarray(world.egocentric_view(grid, pos, d, carry, 3))
+    grid, pos, d, carry = _step(grid, pos, d, carry, PICK)
+    view = np.asarray(_view(grid, pos, d, carry, 3, False))
     assert view[2, 1].tolist() == [world.BALL, world.RED]
-    see_all = np.asarray(world.egocentric_view(*_world(text), 5, see_through_walls=True))
+    see_all = np.asarray(_view(*_world(text), 5, True))
     assert np.all(see_all[1, 1:4, 0] == world.FLOOR)
 
 
