@@ -40,7 +40,6 @@ CASES = {
         lambda: grid_env.Empty(6, random_start=True),
     ),
     "FourRooms": (lambda: mg.FourRoomsEnv(), lambda: grid_env.FourRooms()),
-    "DoorKey-5x5": (lambda: mg.DoorKeyEnv(size=5), lambda: grid_env.DoorKey(5)),
     "DoorKey-8x8": (lambda: mg.DoorKeyEnv(size=8), lambda: grid_env.DoorKey(8)),
     "Unlock": (lambda: mg.UnlockEnv(), lambda: grid_env.Unlock()),
     "UnlockPickUp": (lambda: mg.UnlockPickupEnv(), lambda: grid_env.UnlockPickUp()),
