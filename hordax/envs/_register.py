@@ -4,6 +4,29 @@ from hordax.envs.registry import register
 
 register("Debug-PointMass-v0", "hordax.envs.debug.point_mass:PointMass")
 register("Debug-MultiPointMass-v0", "hordax.envs.debug.multi_point_mass:MultiPointMass")
+# trading family (hordax/envs/trading): FinRL contest tasks on shipped market data
 register("StockTrading-v0", "hordax.envs.trading.stock:StockTrading")
 register("StockPortfolio-v0", "hordax.envs.trading.portfolio:StockPortfolio")
 register("CryptoTrading-v0", "hordax.envs.trading.crypto:CryptoTrading")
+
+# grid-world family (hordax/envs/grid): MiniGrid layouts, ASCII maps, XLand-style tasks
+_GRID = "hordax.envs.grid.env"
+for _size in (5, 6, 8, 16):
+    register(f"Grid-Empty-{_size}x{_size}-v0", f"{_GRID}:Empty", size=_size)
+    register(
+        f"Grid-Empty-Random-{_size}x{_size}-v0", f"{_GRID}:Empty", size=_size, random_start=True
+    )
+    register(f"Grid-DoorKey-{_size}x{_size}-v0", f"{_GRID}:DoorKey", size=_size)
+register("Grid-FourRooms-v0", f"{_GRID}:FourRooms")
+register("Grid-Unlock-v0", f"{_GRID}:Unlock")
+register("Grid-UnlockPickUp-v0", f"{_GRID}:UnlockPickUp")
+register("Grid-BlockedUnlockPickUp-v0", f"{_GRID}:BlockedUnlockPickUp")
+register("Grid-LockedRoom-v0", f"{_GRID}:LockedRoom")
+for _size in (8, 16, 32, 64):
+    register(f"Grid-Memory-S{_size}-v0", f"{_GRID}:Memory", size=_size)
+register("Grid-Playground-v0", f"{_GRID}:Playground")
+register("Grid-Ascii-v0", "hordax.envs.grid.ascii:AsciiGrid")
+_XLAND = "hordax.envs.grid.xland"
+register("Grid-XLand-R1-9x9-v0", f"{_XLAND}:XLand", generate=True)
+register("Grid-XLand-R4-13x13-v0", f"{_XLAND}:XLand", height=13, width=13, rooms=4, generate=True)
+register("Grid-XLand-Trials-R1-9x9-v0", f"{_XLAND}:XLandTrials")

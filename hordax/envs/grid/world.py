@@ -1,0 +1,247 @@
+"""Grid-world core: tiles, colours, the six actions and the egocentric view (pure JAX).
+
+A grid is ``uint8[H, W, 2]``: channel 0 the tile id, channel 1 the colour id. Positions are
+``int32[2] = (row, col)``, row 0 at the top. Directions follow MiniGrid:
+``0 = east (col + 1), 1 = south (row + 1), 2 = west, 3 = north``. The carried object is
+``uint8[2] = (tile, colour)``, ``(EMPTY, EMPTY)`` when the hands are free.
+
+Semantics are MiniGrid's (``minigrid.minigrid_env.MiniGridEnv.step``), with MiniGrid's empty
+cell (``None``) written as ``FLOOR``:
+
+- forward: move onto the front cell if it is walkable (floor, goal, open door);
+- turn left / right: ``dir - 1`` / ``dir + 1`` modulo 4;
+- pick up: the front object (ball, square, pyramid, key, hex, star, box) goes to the free hands;
+- put down: the carried object goes onto the front cell if it is plain floor;
+- toggle: a locked door opens with a key of the same colour in hand, a closed door opens, an
+  open door closes, a box opens and vanishes (MiniGrid's empty ``Box.toggle``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# tiles -------------------------------------------------------------------------------------
+EMPTY = 0  # nothing: unseen cells in the view, "no object" in the hands
+FLOOR = 1
+WALL = 2
+BALL = 3
+SQUARE = 4
+PYRAMID = 5
+GOAL = 6
+KEY = 7
+DOOR_LOCKED = 8
+DOOR_CLOSED = 9
+DOOR_OPEN = 10
+HEX = 11
+STAR = 12
+BOX = 13  # MiniGrid's box: like SQUARE, but toggling it opens (removes) it
+NUM_TILES = 14
+TILE_NAMES = [
+    "empty",
+    "floor",
+    "wall",
+    "ball",
+    "square",
+    "pyramid",
+    "goal",
+    "key",
+    "door_locked",
+    "door_closed",
+    "door_open",
+    "hex",
+    "star",
+    "box",
+]
+
+# colours -----------------------------------------------------------------------------------
+COLOR_NONE = 0
+RED, GREEN, BLUE, PURPLE, YELLOW, GREY = 1, 2, 3, 4, 5, 6
+BLACK, ORANGE, WHITE, BROWN, PINK = 7, 8, 9, 10, 11
+NUM_COLORS = 12
+COLOR_NAMES = [
+    "none",
+    "red",
+    "green",
+    "blue",
+    "purple",
+    "yellow",
+    "grey",
+    "black",
+    "orange",
+    "white",
+    "brown",
+    "pink",
+]
+#: MiniGrid's six colours (``minigrid.core.constants.COLOR_NAMES``) in its order.
+MINIGRID_COLORS = (RED, GREEN, BLUE, PURPLE, YELLOW, GREY)
+
+# actions -----------------------------------------------------------------------------------
+FORWARD, TURN_LEFT, TURN_RIGHT, PICK_UP, PUT_DOWN, TOGGLE = range(6)
+NUM_ACTIONS = 6
+ACTION_NAMES = ("forward", "turn_left", "turn_right", "pick_up", "put_down", "toggle")
+
+#: (d_row, d_col) of a step in each direction (east, south, west, north).
+DIR_VEC = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]], np.int32)
+
+_tile_set = lambda *ts: np.isin(np.arange(NUM_TILES), ts)  # noqa: E731
+WALKABLE = _tile_set(FLOOR, GOAL, DOOR_OPEN)
+PICKABLE = _tile_set(BALL, SQUARE, PYRAMID, KEY, HEX, STAR, BOX)
+#: tiles that block the view (MiniGrid ``see_behind`` is False).
+OPAQUE = _tile_set(WALL, DOOR_LOCKED, DOOR_CLOSED)
+
+
+def cell(tile: int, color: int = COLOR_NONE) -> jax.Array:
+    """A ``uint8[2]`` cell ``(tile, colour)``."""
+    return jnp.array([tile, color], jnp.uint8)
+
+
+def front_pos(pos: jax.Array, direction: jax.Array) -> jax.Array:
+    """``int32[2]`` cell in front of an agent at ``pos`` facing ``direction``."""
+    return pos + jnp.asarray(DIR_VEC)[direction]
+
+
+def get_cell(grid: jax.Array, pos: jax.Array) -> jax.Array:
+    """``grid[pos]`` with cells outside the grid read as ``(WALL, NONE)``."""
+    h, w = grid.shape[:2]
+    inside = (pos[0] >= 0) & (pos[0] < h) & (pos[1] >= 0) & (pos[1] < w)
+    value = grid[jnp.clip(pos[0], 0, h - 1), jnp.clip(pos[1], 0, w - 1)]
+    return jnp.where(inside, value, jnp.array([WALL, COLOR_NONE], grid.dtype))
+
+
+def step_agent(
+    grid: jax.Array, pos: jax.Array, direction: jax.Array, carry: jax.Array, action: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Apply one action (int, clipped to ``[0, 5]``) with MiniGrid semantics.
+
+    Args:
+        grid: ``uint8[H, W, 2]``; pos: ``int32[2]``; direction: ``int32[]``;
+        carry: ``uint8[2]``; action: ``int32[]``.
+
+    Returns:
+        ``(grid, pos, direction, carry)`` after the action.
+    """
+    h, w = grid.shape[:2]
+    action = jnp.clip(jnp.asarray(action, jnp.int32), 0, NUM_ACTIONS - 1)
+    fwd = front_pos(pos, direction)
+    inside = (fwd[0] >= 0) & (fwd[0] < h) & (fwd[1] >= 0) & (fwd[1] < w)
+    front = get_cell(grid, fwd)
+    tile, color = front[0], front[1]
+    hands_free = carry[0] == EMPTY
+
+    move = (action == FORWARD) & jnp.asarray(WALKABLE)[tile] & inside
+    new_pos = jnp.where(move, fwd, pos)
+    turn = jnp.where(action == TURN_LEFT, 3, jnp.where(action == TURN_RIGHT, 1, 0))
+    new_dir = (direction + turn) % 4
+
+    pick = (action == PICK_UP) & jnp.asarray(PICKABLE)[tile] & hands_free & inside
+    drop = (action == PUT_DOWN) & (tile == FLOOR) & ~hands_free & inside
+    toggle = (action == TOGGLE) & inside
+    unlock = toggle & (tile == DOOR_LOCKED) & (carry[0] == KEY) & (carry[1] == color)
+    open_door = toggle & (tile == DOOR_CLOSED)
+    close_door = toggle & (tile == DOOR_OPEN)
+    open_box = toggle & (tile == BOX)
+
+    floor = jnp.array([FLOOR, COLOR_NONE], jnp.uint8)
+    new_front = jnp.select(
+        [pick | open_box, drop, unlock | open_door, close_door],
+        [
+            floor,
+            carry,
+            jnp.stack([jnp.uint8(DOOR_OPEN), color]),
+            jnp.stack([jnp.uint8(DOOR_CLOSED), color]),
+        ],
+        front,
+    )
+    r, c = jnp.clip(fwd[0], 0, h - 1), jnp.clip(fwd[1], 0, w - 1)
+    grid = grid.at[r, c].set(jnp.where(inside, new_front, grid[r, c]))
+    empty = jnp.array([EMPTY, COLOR_NONE], jnp.uint8)
+    new_carry = jnp.where(pick, front, jnp.where(drop, empty, carry))
+    return grid, new_pos, new_dir.astype(jnp.int32), new_carry
+
+
+def view_coords(pos: jax.Array, direction: jax.Array, view_size: int) -> jax.Array:
+    """World ``(row, col)`` of each view cell, ``int32[V, V, 2]``.
+
+    View cell ``(i, j)``: the agent sits at ``(V - 1, V // 2)`` looking towards row 0, so
+    row ``i`` is ``V - 1 - i`` cells ahead and column ``j`` is ``j - V // 2`` cells to the
+    right (MiniGrid's ``gen_obs`` image transposed to ``(row, col)``).
+    """
+    ahead = view_size - 1 - jnp.arange(view_size)  # [V] by view row
+    right = jnp.arange(view_size) - view_size // 2  # [V] by view col
+    fwd = jnp.asarray(DIR_VEC)[direction]
+    rgt = jnp.asarray(DIR_VEC)[(direction + 1) % 4]
+    return pos + ahead[:, None, None] * fwd + right[None, :, None] * rgt
+
+
+def _sweep(lit: jax.Array, see: jax.Array, reach: jax.Array) -> jax.Array:
+    """One sideways sweep: cell ``j`` is lit if some lit ``k`` with ``reach[k, j]`` is
+    see-through all the way from ``k`` to ``j - 1`` (exclusive of ``j``)."""
+    return lit | jnp.any(lit[:, None] & reach, axis=0)
+
+
+def visibility(opaque: jax.Array) -> jax.Array:
+    """MiniGrid's ``process_vis`` shadow casting on an egocentric ``bool[V, V]`` opacity map.
+
+    Starting from the agent's cell (bottom row, centre), light spreads sideways along a row
+    through see-through cells (left-to-right, then right-to-left) and from every lit,
+    see-through cell to the row ahead (same column and the neighbour in the sweep
+    direction). Each sideways sweep is one vectorized step: ``k`` lights ``j > k`` when no
+    opaque cell lies in ``[k, j)``. Returns ``bool[V, V]``.
+    """
+    v = opaque.shape[0]
+    idx = jnp.arange(v)
+    see = ~opaque
+
+    def row(nxt, i):
+        s = see[i]
+        blocked = (~s).astype(jnp.int32)
+        # opaque cells strictly before / after each cell: k reaches j (k < j) through
+        # see-through cells [k, j) iff before[k] == before[j]; leftwards iff after[k] == after[j]
+        before = jnp.cumsum(blocked) - blocked
+        after = jnp.cumsum(blocked[::-1])[::-1] - blocked
+        right_of = (idx[:, None] < idx[None, :]) & (before[:, None] == before[None, :])
+        left_of = (idx[:, None] > idx[None, :]) & (after[:, None] == after[None, :])
+        m_ltr = _sweep(nxt, s, right_of)
+        m = _sweep(m_ltr, s, left_of)
+        a = m_ltr & s & (idx < v - 1)  # the left-to-right sweep stops at V - 2
+        b = m & s & (idx > 0)  # the right-to-left sweep stops at 1
+        up = a | b | jnp.roll(a, 1) | jnp.roll(b, -1)
+        return up, m
+
+    start = idx == v // 2
+    _, rows = jax.lax.scan(row, start, jnp.arange(v - 1, -1, -1))
+    return rows[::-1]
+
+
+def egocentric_view(
+    grid: jax.Array,
+    pos: jax.Array,
+    direction: jax.Array,
+    carry: jax.Array,
+    view_size: int,
+    see_through_walls: bool = False,
+) -> jax.Array:
+    """The agent's partial view ``uint8[V, V, 2]`` (MiniGrid ``gen_obs`` conventions).
+
+    Cells outside the grid read as walls; cells hidden behind walls and closed doors read
+    ``(EMPTY, NONE)``; the agent's own cell ``(V - 1, V // 2)`` shows the carried object, or
+    ``(FLOOR, NONE)`` with free hands.
+    """
+    coords = view_coords(pos, direction, view_size)
+    h, w = grid.shape[:2]
+    inside = (
+        (coords[..., 0] >= 0) & (coords[..., 0] < h) & (coords[..., 1] >= 0) & (coords[..., 1] < w)
+    )
+    cells = grid[jnp.clip(coords[..., 0], 0, h - 1), jnp.clip(coords[..., 1], 0, w - 1)]
+    wall = jnp.array([WALL, COLOR_NONE], jnp.uint8)
+    cells = jnp.where(inside[..., None], cells, wall)
+    me = jnp.where(carry[0] == EMPTY, jnp.array([FLOOR, COLOR_NONE], jnp.uint8), carry)
+    cells = cells.at[view_size - 1, view_size // 2].set(me)
+    if see_through_walls:
+        return cells
+    # MiniGrid computes visibility before it puts the carried object in the agent's cell;
+    # the cell under the agent is always see-through, so this order gives the same mask.
+    vis = visibility(jnp.asarray(OPAQUE)[cells[..., 0]])
+    return jnp.where(vis[..., None], cells, jnp.zeros_like(cells))

@@ -1,0 +1,511 @@
+"""XLand-style task distributions: rulesets, a procedural generator, benchmarks, meta-RL.
+
+A **ruleset** (one task) is three fixed-size int arrays, vmappable like any params:
+``goal int32[5]``, ``rules int32[R, 7]`` (``rules.py`` encodings, kind 0 = padding) and
+``init_tiles int32[O, 2]`` (objects placed at random free cells at every reset; ``(0, 0)`` =
+padding).
+
+The **generator** (:func:`sample_ruleset`, pure JAX) draws a goal over one or two objects,
+then a chain of ``depth`` production rules: each rule produces an object the level above
+needs from one or two new objects (AgentHold / AgentNear[dir] take one, TileNear[dir] two);
+the objects the deepest level needs are placed at reset. Distractor rules turn distractor
+objects into other distractor objects, and distractor objects lie around unused. All
+objects of a task are distinct ``(tile, colour)`` pairs, so distractors never interfere
+with the chain.
+
+A :class:`Benchmark` is a stack of rulesets: materialize it with :func:`make_benchmark`,
+save/load it as ``.npz`` (``load_benchmark`` checks it and names what is wrong), split it
+train/test on the host, and draw tasks inside jit with ``Benchmark.sample``.
+
+Envs: :class:`XLand` (a single task from params, or a fresh generated task at every reset)
+and :class:`XLandTrials` (meta-RL: a trial of ``episodes_per_trial`` episodes on one hidden
+task; the observation is only the view).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from hordax.envs.grid import layouts, rules, world
+from hordax.envs.grid.env import GridEnv, GridState, check_grid_size
+
+#: objects of the generator: (tile, colour) for 6 tiles x 11 colours
+OBJECT_TILES = (world.BALL, world.SQUARE, world.PYRAMID, world.KEY, world.HEX, world.STAR)
+OBJECT_COLORS = tuple(range(1, world.NUM_COLORS))
+VOCAB = np.array([(t, c) for t in OBJECT_TILES for c in OBJECT_COLORS], np.int32)  # [66, 2]
+
+_GOAL_ONE = np.array(
+    [rules.G_AGENT_HOLD, rules.G_AGENT_NEAR]
+    + list(range(rules.G_AGENT_NEAR_UP, rules.G_AGENT_NEAR_LEFT + 1)),
+    np.int32,
+)
+_GOAL_TWO = np.array(
+    [rules.G_TILE_NEAR] + list(range(rules.G_TILE_NEAR_UP, rules.G_TILE_NEAR_LEFT + 1)), np.int32
+)
+_RULE_ONE = np.array(
+    [rules.R_AGENT_HOLD, rules.R_AGENT_NEAR]
+    + list(range(rules.R_AGENT_NEAR_UP, rules.R_AGENT_NEAR_LEFT + 1)),
+    np.int32,
+)
+_RULE_TWO = np.array(
+    [rules.R_TILE_NEAR] + list(range(rules.R_TILE_NEAR_UP, rules.R_TILE_NEAR_LEFT + 1)), np.int32
+)
+
+
+@struct.dataclass
+class RuleSet:
+    goal: jax.Array  # int32[..., 5]
+    rules: jax.Array  # int32[..., R, 7]
+    init_tiles: jax.Array  # int32[..., O, 2]
+
+
+def ruleset_sizes(depth: int, num_distractor_rules: int, num_distractor_objects: int):
+    """Static ``(num_rules, num_objects)`` of the generator's arrays."""
+    return depth + num_distractor_rules, 2 + depth + 2 * num_distractor_rules + (
+        num_distractor_objects
+    )
+
+
+def sample_ruleset(
+    key: jax.Array,
+    depth: int = 1,
+    num_distractor_rules: int = 2,
+    num_distractor_objects: int = 2,
+    p_two: float = 0.3,
+) -> RuleSet:
+    """Draw one task (pure JAX; ``vmap`` over keys for many).
+
+    Args:
+        key: PRNG key.
+        depth: length of the rule chain between the placed objects and the goal (static).
+        num_distractor_rules: rules on distractor objects (static).
+        num_distractor_objects: unused objects placed in the room (static).
+        p_two: probability that the goal or a chain rule involves two objects (TileNear).
+    """
+    num_rules, num_objects = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)
+    # one uniform draw for everything (each jax.random call compiles its own hash)
+    n_u = 3 + 3 * depth + num_distractor_rules
+    draw = jax.random.uniform(key, (len(VOCAB) + num_rules + n_u,))
+    objs = jnp.asarray(VOCAB)[jnp.argsort(draw[: len(VOCAB)])[: num_objects + depth]]
+    shuffle = jnp.argsort(draw[len(VOCAB) : len(VOCAB) + num_rules])
+    u = draw[len(VOCAB) + num_rules :]
+    ui = iter(range(u.shape[0]))
+    nxt = 0  # next unused object (static counter: every draw takes its slot)
+
+    def pick(table, v):
+        return jnp.asarray(table)[jnp.minimum((v * len(table)).astype(jnp.int32), len(table) - 1)]
+
+    # goal ------------------------------------------------------------------------------
+    two = u[next(ui)] < p_two
+    g_kind = jnp.where(two, pick(_GOAL_TWO, u[next(ui)]), pick(_GOAL_ONE, u[next(ui)]))
+    a, b = objs[0], objs[1]
+    nxt = 2
+    goal = jnp.stack([g_kind, a[0], a[1], jnp.where(two, b[0], 0), jnp.where(two, b[1], 0)])
+    # needed objects (a stack): slot 0 = a, slot 1 = b if two
+    needed = jnp.zeros((2 + depth, 2), jnp.int32).at[0].set(a).at[1].set(b)
+    count = jnp.where(two, 2, 1)
+    chain = []
+    for _ in range(depth):
+        two_r = u[next(ui)] < p_two
+        kind = jnp.where(two_r, pick(_RULE_TWO, u[next(ui)]), pick(_RULE_ONE, u[next(ui)]))
+        top = count - 1
+        prod = needed[top]
+        y, z = objs[nxt], objs[nxt + 1]
+        nxt += 2
+        chain.append(
+            jnp.stack(
+                [
+                    kind,
+                    y[0],
+                    y[1],
+                    jnp.where(two_r, z[0], 0),
+                    jnp.where(two_r, z[1], 0),
+                    prod[0],
+                    prod[1],
+                ]
+            )
+        )
+        needed = needed.at[top].set(y)
+        needed = needed.at[top + 1].set(jnp.where(two_r, z, needed[top + 1]))
+        count = count + two_r.astype(jnp.int32)
+    placed = jnp.where((jnp.arange(2 + depth) < count)[:, None], needed, 0)
+    # distractors -------------------------------------------------------------------------
+    distract_rules, distract_objs = [], []
+    for _ in range(num_distractor_rules):
+        y, prod = objs[nxt], objs[nxt + 1]
+        nxt += 2
+        kind = pick(_RULE_ONE, u[next(ui)])
+        distract_rules.append(jnp.stack([kind, y[0], y[1], 0, 0, prod[0], prod[1]]))
+        distract_objs += [y]
+    for _ in range(num_distractor_objects):
+        distract_objs.append(objs[nxt])
+        nxt += 1
+    rule_rows = chain + distract_rules
+    all_rules = jnp.stack(rule_rows) if rule_rows else jnp.zeros((0, rules.RULE_SIZE), jnp.int32)
+    all_rules = all_rules[shuffle] if num_rules else all_rules
+    init = jnp.concatenate([placed] + ([jnp.stack(distract_objs)] if distract_objs else []), 0)
+    pad = num_objects - init.shape[0]
+    init = jnp.concatenate([init, jnp.zeros((pad, 2), jnp.int32)], 0)
+    return RuleSet(goal.astype(jnp.int32), all_rules.astype(jnp.int32), init.astype(jnp.int32))
+
+
+# --------------------------------------------------------------------------------------------
+# benchmarks
+
+
+@struct.dataclass
+class Benchmark:
+    """A stack of ``N`` rulesets; ``sample``/``get`` work inside jit."""
+
+    goals: jax.Array  # int32[N, 5]
+    rules: jax.Array  # int32[N, R, 7]
+    init_tiles: jax.Array  # int32[N, O, 2]
+
+    @property
+    def num_tasks(self) -> int:
+        return int(self.goals.shape[0])
+
+    def get(self, index: jax.Array) -> RuleSet:
+        return RuleSet(
+            self.goals[index].astype(jnp.int32),
+            self.rules[index].astype(jnp.int32),
+            self.init_tiles[index].astype(jnp.int32),
+        )
+
+    def sample(self, key: jax.Array) -> RuleSet:
+        return self.get(jax.random.randint(key, (), 0, self.goals.shape[0]))
+
+    def split(self, prop: float, seed: int = 0) -> tuple[Benchmark, Benchmark]:
+        """Host-side shuffled split into ``(first prop, rest)``; disjoint and exhaustive."""
+        if not 0.0 < prop < 1.0:
+            raise ValueError(f"prop={prop}: must be in (0, 1)")
+        n = self.num_tasks
+        order = np.random.default_rng(seed).permutation(n)
+        cut = int(round(prop * n))
+        if cut in (0, n):
+            raise ValueError(f"prop={prop} splits {n} tasks into an empty part")
+        take = lambda idx: Benchmark(  # noqa: E731
+            *(
+                jnp.asarray(np.asarray(x)[np.sort(idx)])
+                for x in (self.goals, self.rules, self.init_tiles)
+            )
+        )
+        return take(order[:cut]), take(order[cut:])
+
+
+def make_benchmark(
+    key: jax.Array,
+    num_tasks: int,
+    depth: int = 1,
+    num_distractor_rules: int = 2,
+    num_distractor_objects: int = 2,
+    chunk: int = 65536,
+) -> Benchmark:
+    """Materialize ``num_tasks`` generated rulesets (``jit(vmap(sample_ruleset))`` in chunks)."""
+    gen = jax.jit(
+        jax.vmap(lambda k: sample_ruleset(k, depth, num_distractor_rules, num_distractor_objects))
+    )
+    parts = []
+    for start in range(0, num_tasks, chunk):
+        n = min(chunk, num_tasks - start)
+        keys = jax.random.split(jax.random.fold_in(key, start // chunk), n)
+        rs = jax.device_get(gen(keys))
+        parts.append(
+            (rs.goal.astype(np.uint8), rs.rules.astype(np.uint8), rs.init_tiles.astype(np.uint8))
+        )
+    goals, rs, init = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    return Benchmark(jnp.asarray(goals), jnp.asarray(rs), jnp.asarray(init))
+
+
+BENCHMARK_FORMAT = 1
+
+
+def save_benchmark(path: str | os.PathLike, bench: Benchmark) -> None:
+    """Write ``bench`` as a compressed ``.npz`` (uint8 arrays + a format version)."""
+    np.savez_compressed(
+        path,
+        format_version=np.int32(BENCHMARK_FORMAT),
+        goals=np.asarray(bench.goals, np.uint8),
+        rules=np.asarray(bench.rules, np.uint8),
+        init_tiles=np.asarray(bench.init_tiles, np.uint8),
+    )
+
+
+def load_benchmark(path: str | os.PathLike) -> Benchmark:
+    """Read a benchmark written by :func:`save_benchmark`; ``ValueError`` if malformed."""
+    try:
+        data = np.load(path, allow_pickle=False)
+        arrays = {k: data[k] for k in data.files}
+    except Exception as err:  # zip, pickle or format errors: all mean "not a benchmark"
+        raise ValueError(f"benchmark file {str(path)!r} is not a readable .npz: {err}") from err
+    missing = {"format_version", "goals", "rules", "init_tiles"} - set(arrays)
+    if missing:
+        raise ValueError(f"benchmark file {str(path)!r} lacks arrays {sorted(missing)}")
+    version = int(arrays["format_version"])
+    if version != BENCHMARK_FORMAT:
+        raise ValueError(f"benchmark file {str(path)!r}: format_version={version}, want 1")
+    g, r, o = arrays["goals"], arrays["rules"], arrays["init_tiles"]
+    expect = {
+        "goals": (g, 2, rules.GOAL_SIZE),
+        "rules": (r, 3, rules.RULE_SIZE),
+        "init_tiles": (o, 3, 2),
+    }
+    for name, (x, ndim, last) in expect.items():
+        if x.ndim != ndim or x.shape[-1] != last or not np.issubdtype(x.dtype, np.integer):
+            raise ValueError(
+                f"benchmark file {str(path)!r}: {name} is {x.dtype}{list(x.shape)}, want an "
+                f"integer array of rank {ndim} with last axis {last}"
+            )
+    if not (g.shape[0] == r.shape[0] == o.shape[0]) or g.shape[0] == 0:
+        raise ValueError(
+            f"benchmark file {str(path)!r}: goals/rules/init_tiles hold "
+            f"{g.shape[0]}/{r.shape[0]}/{o.shape[0]} tasks (must be equal and > 0)"
+        )
+    if g[:, 0].max() >= rules.NUM_GOALS or (r.size and r[..., 0].max() >= rules.NUM_RULES):
+        raise ValueError(f"benchmark file {str(path)!r}: unknown goal or rule kind")
+    if o[..., 0].max() >= world.NUM_TILES or o[..., 1].max() >= world.NUM_COLORS:
+        raise ValueError(f"benchmark file {str(path)!r}: init_tiles hold unknown tile/colour ids")
+    return Benchmark(jnp.asarray(g), jnp.asarray(r), jnp.asarray(o))
+
+
+# --------------------------------------------------------------------------------------------
+# environments
+
+
+@struct.dataclass
+class XLandParams:
+    max_steps_in_episode: int
+    goal: jax.Array  # int32[5]
+    rules: jax.Array  # int32[R, 7]
+    init_tiles: jax.Array  # int32[O, 2]
+
+
+def room_layout(rng: layouts.Draws, h: int, w: int, rooms: int) -> jax.Array:
+    """Walled ``h x w`` grid split into 1, 2 or 4 rooms joined by one gap per inner wall."""
+    grid = layouts.walled(h, w)
+    rh, rw = h // 2, w // 2
+    if rooms >= 2:
+        grid = grid.at[:, rw, 0].set(world.WALL)
+        grid = grid.at[rng.randint(1, rh), rw, 0].set(world.FLOOR)
+    if rooms == 4:
+        grid = grid.at[rh, :, 0].set(world.WALL)
+        grid = grid.at[rng.randint(rh + 1, h - 1), rw, 0].set(world.FLOOR)
+        grid = grid.at[rh, rng.randint(1, rw), 0].set(world.FLOOR)
+        grid = grid.at[rh, rng.randint(rw + 1, w - 1), 0].set(world.FLOOR)
+    return grid
+
+
+def place_task(rng, grid, init_tiles):
+    """Put each non-padding ``(tile, colour)`` of ``init_tiles`` on a random free cell."""
+    for i in range(init_tiles.shape[0]):
+        cell = layouts.sample_cell(rng, layouts.free(grid))
+        value = init_tiles[i].astype(jnp.uint8)
+        keep = init_tiles[i, 0] == world.EMPTY
+        grid = grid.at[cell[0], cell[1]].set(jnp.where(keep, grid[cell[0], cell[1]], value))
+    return grid
+
+
+class XLand(GridEnv):
+    """XLand-style single-task env: rooms, objects, production rules and one goal.
+
+    The task is ``params.goal/rules/init_tiles`` (vmap over params = multi-task), or, with
+    ``generate=True``, a fresh task from :func:`sample_ruleset` at every reset. Default
+    time limit ``3 * H * W``, view 5x5 (as XLand-MiniGrid).
+    """
+
+    layout_name = "xland"
+
+    def __init__(
+        self,
+        height: int = 9,
+        width: int = 9,
+        rooms: int = 1,
+        view_size: int = 5,
+        depth: int = 1,
+        num_distractor_rules: int = 2,
+        num_distractor_objects: int = 2,
+        generate: bool = False,
+        task_seed: int = 0,
+    ):
+        if rooms not in (1, 2, 4):
+            raise ValueError(f"rooms={rooms!r}: must be 1, 2 or 4")
+        check_grid_size("xland", height, width, (5, 5) if rooms == 1 else (7, 7))
+        for name, v in (
+            ("depth", depth),
+            ("num_distractor_rules", num_distractor_rules),
+            ("num_distractor_objects", num_distractor_objects),
+        ):
+            if not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name}={v!r}: must be an integer >= 0")
+        self.rooms, self.generate_tasks = rooms, bool(generate)
+        self.gen_args = (depth, num_distractor_rules, num_distractor_objects)
+        num_rules, self.num_objects = ruleset_sizes(*self.gen_args)
+        free_cells = (height - 2) * (width - 2) - (height if rooms >= 2 else 0)
+        if self.num_objects + 1 > free_cells // 2:
+            raise ValueError(
+                f"height={height}, width={width}: {self.num_objects} objects need at least "
+                f"{2 * (self.num_objects + 1)} free cells"
+            )
+        self.default_max_steps = 3 * height * width
+        self._task = sample_ruleset(jax.random.key(task_seed), *self.gen_args)
+        super().__init__(height, width, view_size, num_rules=num_rules)
+
+    @property
+    def default_params(self) -> XLandParams:
+        return XLandParams(
+            self.default_max_steps, self._task.goal, self._task.rules, self._task.init_tiles
+        )
+
+    def task(self, key: jax.Array, params: XLandParams) -> RuleSet:
+        if self.generate_tasks:
+            return sample_ruleset(key, *self.gen_args)
+        return RuleSet(params.goal, params.rules, params.init_tiles)
+
+    def build(self, key: jax.Array, task: RuleSet) -> GridState:
+        """A fresh episode of ``task``: room layout, objects and agent drawn from ``key``."""
+        rng = layouts.Draws(key, 4 + task.init_tiles.shape[0] + 1)
+        grid = place_task(
+            rng, room_layout(rng, self.height, self.width, self.rooms), task.init_tiles
+        )
+        pos, d = layouts.sample_agent(rng, grid, jnp.ones((self.height, self.width), bool))
+        return GridState(
+            grid,
+            pos,
+            d,
+            jnp.zeros(2, jnp.uint8),
+            task.goal.astype(jnp.int32),
+            jnp.zeros(rules.GOAL_SIZE, jnp.int32),
+            task.rules.astype(jnp.int32),
+            jnp.int32(0),
+        )
+
+    def reset_env(self, key, params):
+        k_task, k_ep = jax.random.split(key)
+        state = self.build(k_ep, self.task(k_task, params))
+        return self.observe(key, state, None, params), state
+
+    def validate_params(self, params: XLandParams) -> None:
+        super().validate_params(params)
+        for name, want in (
+            ("goal", (rules.GOAL_SIZE,)),
+            ("rules", (self.num_rules, rules.RULE_SIZE)),
+            ("init_tiles", (self.num_objects, 2)),
+        ):
+            shape = tuple(np.shape(getattr(params, name)))[-len(want) :]
+            if shape != want:
+                raise ValueError(f"params.{name} has shape {shape}, want {want} for this env")
+
+
+# --------------------------------------------------------------------------------------------
+# meta-RL trials
+
+
+@struct.dataclass
+class TrialState:
+    episode: GridState  # the running episode (its time counts steps within the episode)
+    task: RuleSet  # the trial's task, hidden from the agent
+    episode_index: jax.Array  # int32[] episodes finished in this trial
+    time: jax.Array  # int32[] steps in the trial
+
+
+@struct.dataclass
+class TrialParams:
+    max_steps_in_episode: int  # trial time limit (truncation), default episodes * steps
+    episode_steps: int  # time limit of one episode inside the trial
+    benchmark: Benchmark  # tasks to draw from at each trial start
+
+
+class XLandTrials(XLand):
+    """Meta-RL: one task per trial, ``episodes_per_trial`` episodes, the task never observed.
+
+    At trial start a task is drawn from ``params.benchmark`` (or generated, with
+    ``generate=True``). An episode ends on success or after ``params.episode_steps``; the
+    next episode of the same task starts at once (new layout and start, same rules and
+    goal). The trial terminates when ``episodes_per_trial`` episodes are done. The reward
+    of each success is ``1 - 0.9 * t / episode_steps`` (``t`` the step within the episode);
+    ``info["metrics"]`` holds ``success`` and ``episode_index`` (of the step's episode).
+    """
+
+    def __init__(
+        self,
+        episodes_per_trial: int = 4,
+        benchmark: Benchmark | None = None,
+        num_tasks: int = 64,
+        **kwargs: Any,
+    ):
+        if not isinstance(episodes_per_trial, int) or episodes_per_trial < 1:
+            raise ValueError(f"episodes_per_trial={episodes_per_trial!r}: must be an int >= 1")
+        super().__init__(**kwargs)
+        self.episodes_per_trial = episodes_per_trial
+        if benchmark is None:
+            benchmark = make_benchmark(jax.random.key(1), num_tasks, *self.gen_args)
+        self._benchmark = benchmark
+
+    @property
+    def default_params(self) -> TrialParams:
+        steps = self.default_max_steps
+        return TrialParams(steps * self.episodes_per_trial, steps, self._benchmark)
+
+    def task(self, key, params):
+        if self.generate_tasks:
+            return sample_ruleset(key, *self.gen_args)
+        return params.benchmark.sample(key)
+
+    def reset_env(self, key, params):
+        k_task, k_ep = jax.random.split(key)
+        task = self.task(k_task, params)
+        state = TrialState(self.build(k_ep, task), task, jnp.int32(0), jnp.int32(0))
+        return self.observe(key, state, None, params), state
+
+    def step_env(self, key, state: TrialState, action, params: TrialParams):
+        ep = self.transition(state.episode, action)
+        ep = ep.replace(time=ep.time + 1)
+        success = rules.check_goal(ep.goal, ep.grid, ep.agent_pos, ep.carry)
+        horizon = jnp.asarray(params.episode_steps, jnp.float32)
+        reward = jnp.where(success, 1.0 - 0.9 * ep.time.astype(jnp.float32) / horizon, 0.0)
+        episode_done = success | (ep.time >= params.episode_steps)
+        fresh = self.build(key, state.task)
+        ep = jax.tree.map(lambda a, b: jnp.where(episode_done, a, b), fresh, ep)
+        index = state.episode_index + episode_done.astype(jnp.int32)
+        new = TrialState(ep, state.task, index, state.time + 1)
+        success_f = success.astype(jnp.float32)
+        info = {
+            "metrics": {
+                "success": success_f,
+                "episode_index": state.episode_index.astype(jnp.float32),
+            },
+            "reward_terms": {"success": success_f},
+        }
+        obs = self.observe(key, new, action, params)
+        terminated = index >= self.episodes_per_trial
+        return obs, new, reward.astype(jnp.float32), terminated, info
+
+    def observe(self, key, state, action, params):
+        return super().observe(key, state.episode, action, params)
+
+    def render(self, state, params):
+        from hordax.envs.grid.render import render_rgb
+
+        return render_rgb(state.episode, self.view_size)
+
+    def validate_params(self, params: TrialParams) -> None:
+        steps = int(params.episode_steps)
+        if steps < 1:
+            raise ValueError(f"params.episode_steps={steps}: must be >= 1")
+        if int(params.max_steps_in_episode) < 1:
+            raise ValueError(f"params.max_steps_in_episode={params.max_steps_in_episode}: >= 1")
+        b = params.benchmark
+        if tuple(b.rules.shape[1:]) != (self.num_rules, rules.RULE_SIZE) or tuple(
+            b.init_tiles.shape[1:]
+        ) != (self.num_objects, 2):
+            raise ValueError(
+                f"params.benchmark holds rules {tuple(b.rules.shape[1:])} and init_tiles "
+                f"{tuple(b.init_tiles.shape[1:])}; this env needs "
+                f"({self.num_rules}, 7) and ({self.num_objects}, 2) (same depth/distractors)"
+            )

@@ -1,0 +1,239 @@
+"""XLand-style tasks: generator structure, a hand-built task end to end, benchmarks, trials."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hordax.envs.grid import rules, world, xland
+
+F, L, R, PICK, DROP, TOG = range(6)
+
+
+def _obtainable_depths(rs):
+    """Host-side forward chaining: {object: fewest rule applications to make it}."""
+    depth = {tuple(o): 0 for o in np.asarray(rs.init_tiles) if o[0] != 0}
+    changed = True
+    while changed:
+        changed = False
+        for r in np.asarray(rs.rules):
+            kind = int(r[0])
+            if kind == 0:
+                continue
+            ins = [tuple(r[1:3])]
+            if rules.R_TILE_NEAR <= kind <= rules.R_TILE_NEAR_LEFT:
+                ins.append(tuple(r[3:5]))
+            if all(i in depth for i in ins):
+                d = 1 + max(depth[i] for i in ins)
+                prod = tuple(r[5:7])
+                if prod not in depth or d < depth[prod]:
+                    depth[prod], changed = d, True
+    return depth
+
+
+@functools.cache
+def _sampled(depth, n=256):
+    gen = jax.jit(jax.vmap(lambda k: xland.sample_ruleset(k, depth, 2, 2)))
+    return jax.device_get(gen(jax.random.split(jax.random.key(depth), n)))
+
+
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_generator__goal_reachable_through_a_chain_of_exactly_depth(depth):
+    """Every goal object is obtainable; the deepest needs exactly `depth` rule firings."""
+    batch = _sampled(depth)
+    for i in range(batch.goal.shape[0]):
+        rs = jax.tree.map(lambda x, i=i: x[i], batch)
+        made = _obtainable_depths(rs)
+        g = np.asarray(rs.goal)
+        needs = [tuple(g[1:3])]
+        if g[0] == rules.G_TILE_NEAR or rules.G_TILE_NEAR_UP <= g[0] <= rules.G_TILE_NEAR_LEFT:
+            needs.append(tuple(g[3:5]))
+        assert all(o in made for o in needs), f"task {i}: goal {g} unreachable"
+        assert max(made[o] for o in needs) == depth, f"task {i}: chain depth"
+        placed = [tuple(o) for o in np.asarray(rs.init_tiles) if o[0] != 0]
+        assert len(placed) == len(set(placed)), "placed objects are distinct"
+        assert rules.G_AGENT_HOLD <= g[0] < rules.NUM_GOALS
+    assert len({tuple(np.asarray(batch.goal[i])) for i in range(256)}) > 200  # varied
+
+
+def test_xland__hand_built_task_end_to_end():
+    """Goal AgentHold(star) with rule AgentHold(ball) -> star: picking up the ball wins."""
+    env = xland.XLand(depth=1, num_distractor_rules=0, num_distractor_objects=0)
+    goal = rules.goal(rules.G_AGENT_HOLD, world.STAR, world.ORANGE)
+    rule = rules.rule(rules.R_AGENT_HOLD, world.BALL, world.RED, prod=(world.STAR, world.ORANGE))
+    init = np.array([[world.BALL, world.RED], [0, 0], [0, 0]], np.int32)
+    params = env.default_params.replace(
+        goal=jnp.asarray(goal), rules=jnp.asarray(rule[None]), init_tiles=jnp.asarray(init)
+    )
+    env.validate_params(params)
+    _, s = env.reset(jax.random.key(0), params)
+    ball = np.argwhere(np.asarray(s.grid[..., 0]) == world.BALL)
+    assert len(ball) == 1
+    # stand west of the ball facing east (move a wall-free spot: clear the row first)
+    r, c = ball[0]
+    if c == 1:  # no room to the west: put the ball one cell east
+        grid = s.grid.at[r, c].set(jnp.array([world.FLOOR, 0], jnp.uint8))
+        c = 2
+        grid = grid.at[r, c].set(jnp.array([world.BALL, world.RED], jnp.uint8))
+        s = s.replace(grid=grid)
+    s = s.replace(agent_pos=jnp.asarray([r, c - 1], jnp.int32), agent_dir=jnp.int32(0))
+    _, s1, rew, term, info = env.step_env(jax.random.key(1), s, F, params)  # blocked by ball
+    assert not bool(term) and float(rew) == 0.0
+    _, s2, rew, term, info = env.step_env(jax.random.key(2), s1, PICK, params)
+    assert tuple(np.asarray(s2.carry)) == (world.STAR, world.ORANGE)
+    assert bool(term) and float(info["metrics"]["success"]) == 1.0
+    np.testing.assert_allclose(float(rew), 1 - 0.9 * 2 / params.max_steps_in_episode, rtol=1e-6)
+
+
+def test_xland__generated_tasks_differ_per_reset_and_params_task_is_used():
+    """generate=True draws a new task per reset; otherwise the params task is the state's."""
+    gen = xland.XLand(generate=True)
+    _, states = jax.vmap(gen.reset, in_axes=(0, None))(
+        jax.random.split(jax.random.key(0), 16), gen.default_params
+    )
+    assert len({tuple(g) for g in np.asarray(states.goal)}) > 8
+    fixed = xland.XLand()
+    p = fixed.default_params
+    _, s = fixed.reset(jax.random.key(5), p)
+    np.testing.assert_array_equal(s.goal, p.goal)
+    np.testing.assert_array_equal(s.rules, p.rules)
+    placed = sorted(tuple(o) for o in np.asarray(p.init_tiles) if o[0])
+    grid = np.asarray(s.grid).reshape(-1, 2)
+    on_grid = sorted(tuple(o) for o in grid if o[0] not in (world.FLOOR, world.WALL))
+    assert on_grid == placed
+
+
+def test_benchmark__save_load_split_sample(tmp_path):
+    """Round trip through .npz; split is disjoint and exhaustive; sample draws its tasks."""
+    bench = xland.make_benchmark(jax.random.key(0), 500, depth=2, chunk=128)
+    assert bench.num_tasks == 500
+    path = tmp_path / "b.npz"
+    xland.save_benchmark(path, bench)
+    back = xland.load_benchmark(path)
+    for a, b in (
+        (bench.goals, back.goals),
+        (bench.rules, back.rules),
+        (bench.init_tiles, back.init_tiles),
+    ):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    train, test = back.split(0.8, seed=1)
+    assert (train.num_tasks, test.num_tasks) == (400, 100)
+
+    def rows(b):
+        return {
+            np.asarray(b.rules[i]).tobytes() + np.asarray(b.goals[i]).tobytes()
+            for i in range(b.num_tasks)
+        }
+
+    assert not rows(train) & rows(test)
+    assert rows(train) | rows(test) == rows(back)
+    sampled = jax.jit(jax.vmap(test.sample))(jax.random.split(jax.random.key(3), 64))
+    allowed = {np.asarray(test.goals[i]).tobytes() for i in range(100)}
+    assert all(np.asarray(g, np.uint8).tobytes() in allowed for g in np.asarray(sampled.goal))
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        ("not a zip", "not a readable .npz"),
+        ({"goals": np.zeros((3, 5), np.uint8)}, "lacks arrays"),
+        (
+            {
+                "format_version": 1,
+                "goals": np.zeros((3, 4), np.uint8),
+                "rules": np.zeros((3, 2, 7), np.uint8),
+                "init_tiles": np.zeros((3, 4, 2), np.uint8),
+            },
+            "goals is uint8",
+        ),
+        (
+            {
+                "format_version": 1,
+                "goals": np.zeros((3, 5), np.uint8),
+                "rules": np.zeros((2, 2, 7), np.uint8),
+                "init_tiles": np.zeros((3, 4, 2), np.uint8),
+            },
+            "3/2/3 tasks",
+        ),
+        (
+            {
+                "format_version": 1,
+                "goals": np.full((3, 5), 99, np.uint8),
+                "rules": np.zeros((3, 2, 7), np.uint8),
+                "init_tiles": np.zeros((3, 4, 2), np.uint8),
+            },
+            "unknown goal or rule kind",
+        ),
+        (
+            {
+                "format_version": 2,
+                "goals": np.zeros((3, 5), np.uint8),
+                "rules": np.zeros((3, 2, 7), np.uint8),
+                "init_tiles": np.zeros((3, 4, 2), np.uint8),
+            },
+            "format_version=2",
+        ),
+    ],
+)
+def test_benchmark__malformed_files_raise(tmp_path, payload, match):
+    """A malformed benchmark file raises ValueError naming what is wrong."""
+    path = tmp_path / "bad.npz"
+    if isinstance(payload, str):
+        path.write_text(payload)
+    else:
+        np.savez(path, **payload)
+    with pytest.raises(ValueError, match=match):
+        xland.load_benchmark(path)
+
+
+def test_trials__same_hidden_task_across_episodes():
+    """A trial keeps its task over episodes, re-lays the room, and ends after K episodes."""
+    env = xland.XLandTrials(episodes_per_trial=3, num_tasks=16)
+    params = env.default_params.replace(episode_steps=4, max_steps_in_episode=12)
+    env.validate_params(params)
+    obs, s = env.reset(jax.random.key(0), params)
+    assert obs.shape == (env.view_size, env.view_size, 2)  # the view only: no task id
+    step = jax.jit(env.step_env)
+    grids, terms, idx = [np.asarray(s.episode.grid)], [], []
+    for t in range(12):
+        obs, s, r, term, info = step(jax.random.key(t + 1), s, jnp.int32(L), params)  # no-op-ish
+        np.testing.assert_array_equal(s.episode.goal, s.task.goal)
+        np.testing.assert_array_equal(s.episode.rules, s.task.rules)
+        terms.append(bool(term))
+        idx.append(int(s.episode_index))
+        grids.append(np.asarray(s.episode.grid))
+    assert idx == [0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]
+    assert terms == [False] * 11 + [True]
+    assert not np.array_equal(grids[3], grids[4])  # a new layout for episode 2
+    # a new trial (fresh reset) draws a task from the benchmark
+    goals = jax.vmap(lambda k: env.reset(k, params)[1].task.goal)(
+        jax.random.split(jax.random.key(9), 32)
+    )
+    assert len({tuple(g) for g in np.asarray(goals)}) > 4
+
+
+def test_xland__bad_config_errors():
+    """Too small grids, unknown room counts and mismatched benchmarks are named."""
+    with pytest.raises(ValueError, match="rooms=3"):
+        xland.XLand(rooms=3)
+    with pytest.raises(ValueError, match="objects need at least"):
+        xland.XLand(height=5, width=5, num_distractor_objects=6)
+    env = xland.XLandTrials(num_tasks=8)
+    other = xland.make_benchmark(jax.random.key(0), 8, depth=3)
+    with pytest.raises(ValueError, match="params.benchmark holds rules"):
+        env.validate_params(env.default_params.replace(benchmark=other))
+
+
+def test_make_benchmark_command(tmp_path, capsys):
+    """The documented command writes a loadable file with the requested task count."""
+    from hordax.envs.grid import make_benchmark
+
+    out = tmp_path / "tasks.npz"
+    make_benchmark.main(["--num-tasks", "300", "--depth", "2", "--chunk", "128", "--out", str(out)])
+    assert "wrote 300 tasks" in capsys.readouterr().out
+    bench = xland.load_benchmark(out)
+    assert bench.num_tasks == 300 and bench.rules.shape[1:] == (4, 7)
