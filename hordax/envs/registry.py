@@ -70,6 +70,12 @@ def registered_envs(include_gymnax: bool = False) -> list[str]:
     return list(_HORDAX_IDS)
 
 
+def entry_point(env_id: str) -> str | None:
+    """The ``"module:Class"`` behind a hordax id (None for gymnax built-ins and factories)."""
+    factory = gx_registration._registry.get(env_id)
+    return getattr(factory, "entry_point", None)
+
+
 def _split_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict, dict]:
     """Split ``kwargs`` into constructor arguments and the rest (params overrides)."""
     target = factory

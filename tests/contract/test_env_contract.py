@@ -18,9 +18,23 @@ import pytest
 import hordax
 from hordax import testing
 from hordax.envs.core import is_multi_agent
+from hordax.envs.registry import entry_point
 
-HORDAX_IDS = sorted(hordax.registered_envs())
+EVERY_HORDAX_ID = sorted(hordax.registered_envs())
 GYMNAX_IDS = ["CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCarContinuous-v0"]
+
+
+def _one_per_class(ids: list[str]) -> list[str]:
+    """The first registered id of each env class: ids that only change a constructor size or
+    flag of the same class (Grid-Empty-5x5 .. 16x16, Memory-S8 .. S64) run the same code, so
+    the full suite runs once per class and every id gets :func:`test_contract__every_id_steps`."""
+    seen: dict[str, str] = {}
+    for env_id in hordax.registered_envs():  # registration order: the smallest variant first
+        seen.setdefault(entry_point(env_id) or env_id, env_id)
+    return sorted(i for i in seen.values() if i in ids)
+
+
+HORDAX_IDS = _one_per_class(EVERY_HORDAX_ID)
 ALL_IDS = HORDAX_IDS + GYMNAX_IDS
 
 _WEAK_STATE = (
@@ -156,9 +170,26 @@ def test_contract__render(env_id):
     testing.check_render(env, params, KEY)
 
 
-def test_contract__suite_covers_registered_and_gymnax_ids():
-    """Every hordax id and the four gymnax training ids are in the suite."""
-    assert set(hordax.registered_envs()) <= set(ALL_IDS)
+@pytest.mark.parametrize("env_id", EVERY_HORDAX_ID)
+def test_contract__every_id_steps(env_id):
+    """Every registered id: make, jitted reset and 3 steps, observations in their space."""
+    env, params = _make(env_id)
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    obs, state = reset(KEY, params)
+    space, act = env.observation_space(params), env.action_space(params)
+    for t in range(3):
+        testing.assert_in_space(space, obs, f"{env_id} obs at step {t}")
+        k = jax.random.fold_in(KEY, t)
+        obs, state, reward, terminated, truncated, _ = step(k, state, act.sample(k), params)
+    testing.assert_in_space(space, obs, f"{env_id} obs at step 3")
+
+
+def test_contract__suite_covers_every_class_and_gymnax_ids():
+    """Every hordax env class (one id each) and the four gymnax training ids are in the
+    suite; every registered id is in test_contract__every_id_steps."""
+    classes = {entry_point(i) or i for i in hordax.registered_envs()}
+    assert {entry_point(i) or i for i in HORDAX_IDS} == classes
+    assert set(EVERY_HORDAX_ID) == set(hordax.registered_envs())
     assert {"Debug-PointMass-v0", "Debug-MultiPointMass-v0"} <= set(HORDAX_IDS)
 
 
