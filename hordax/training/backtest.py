@@ -22,6 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 SPLITS = ("train", "validation", "test", "all")
+#: Per-step return volatility below which a curve counts as flat (Sharpe 0): float32
+#: portfolio values of about 1e6 carry rounding noise of about 1e-7 per step.
+FLAT_STD = 1e-6
 COLUMNS = (
     "cumulative_return",
     "annualized_return",
@@ -53,8 +56,9 @@ def performance(curve: np.ndarray, periods_per_year: float) -> dict[str, float]:
     Per-step returns ``r_t = curve[t] / curve[t - 1] - 1``; ``cumulative_return =
     curve[-1] / curve[0] - 1``; ``annualized_return = (1 + cumulative) ** (P / T) - 1``;
     ``annualized_volatility = std(r, ddof=1) * sqrt(P)``; ``sharpe = mean(r) / std(r, ddof=1)
-    * sqrt(P)`` (risk-free rate 0; 0 for a flat curve); ``max_drawdown = max_t (1 - curve[t]
-    / max_{s <= t} curve[s])`` (a positive fraction).
+    * sqrt(P)`` (risk-free rate 0; 0 for a flat curve, i.e. ``std(r) <`` :data:`FLAT_STD`,
+    below which per-step returns are float32 rounding of the value);
+    ``max_drawdown = max_t (1 - curve[t] / max_{s <= t} curve[s])`` (a positive fraction).
     """
     curve = np.asarray(curve, np.float64)
     steps = curve.shape[0] - 1
@@ -68,7 +72,7 @@ def performance(curve: np.ndarray, periods_per_year: float) -> dict[str, float]:
         "cumulative_return": float(cumulative),
         "annualized_return": float((1.0 + cumulative) ** (periods_per_year / steps) - 1.0),
         "annualized_volatility": std * math.sqrt(periods_per_year),
-        "sharpe": float(r.mean() / std * math.sqrt(periods_per_year)) if std > 0 else 0.0,
+        "sharpe": float(r.mean() / std * math.sqrt(periods_per_year)) if std > FLAT_STD else 0.0,
         "max_drawdown": float(np.max(1.0 - curve / peak)),
     }
 
@@ -169,7 +173,7 @@ def write_curves(path: str, curves: dict[str, np.ndarray]) -> None:
         w = csv.writer(f)
         w.writerow(["step", *names])
         for t in range(len(curves[names[0]])):
-            w.writerow([t, *(f"{curves[n][t]:.6f}" for n in names)])
+            w.writerow([t, *(f"{curves[n][t]:.10g}" for n in names)])
 
 
 def _fmt(v: float, pct: bool) -> str:

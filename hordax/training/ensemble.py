@@ -339,7 +339,8 @@ def curve_scores(curve: np.ndarray, kind: str, periods_per_year: float) -> dict[
         total = curve[-1]
     std = steps.std(axis=0, ddof=1) if steps.shape[0] > 1 else np.zeros(steps.shape[1])
     with np.errstate(divide="ignore", invalid="ignore"):
-        sharpe = np.where(std > 0, steps.mean(0) / std * math.sqrt(periods_per_year), 0.0)
+        flat = std <= (1e-6 if kind == "return" else 0.0)  # float32 rounding, see backtest
+        sharpe = np.where(flat, 0.0, steps.mean(0) / std * math.sqrt(periods_per_year))
     return {"sharpe": sharpe, "return": total}
 
 
