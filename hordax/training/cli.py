@@ -216,9 +216,11 @@ def _train_task(dict_cfg) -> None:
     from hordax.envs.registry import make
     from hordax.training.checkpoint import CheckpointError
     from hordax.training.config import ConfigError, validate
+    from hordax.training.ensemble import apply_members
     from hordax.training.run import NonFiniteError, train_and_log
 
     run_dir = HydraConfig.get().runtime.output_dir
+    apply_members(dict_cfg)  # agent=ensemble: K members unless population.size is given
     try:
         cfg = OmegaConf.to_object(dict_cfg)
     except Exception as e:  # missing mandatory values and the like

@@ -156,9 +156,9 @@ def validate(cfg: TrainConfig) -> Resolved:
         raise ConfigError(str(e)) from None
     _need(
         not cfg.ensemble.enabled or cfg.population.size >= 2,
-        "population.size",
-        cfg.population.size,
-        "ensemble.enabled=true (agent=ensemble) needs at least 2 members",
+        "ensemble.members",
+        cfg.ensemble.members,
+        "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
     )
     _need(
         cfg.seed >= 0 and cfg.seed + cfg.population.size <= 2**63,

@@ -41,7 +41,7 @@ from flax import serialization
 from gymnax.environments import spaces
 
 WEIGHTINGS = ("positive", "softmax", "equal")
-SCORES = ("sharpe", "return")
+SCORES = ("auto", "sharpe", "return")
 
 
 @dataclass
@@ -50,8 +50,13 @@ class EnsembleConfig:
 
     enabled: bool = False
     """After training, evaluate members and ensembles on validation (``agent=ensemble``)."""
-    score: str = "sharpe"
-    """Validation score for weights and the initial rolling choice: sharpe | return."""
+    members: int = 4
+    """K, the population size of an ensemble run when ``population.size`` is left at 1
+    (train.yaml's own value, which a group preset cannot override); ``population.size >= 2``
+    wins."""
+    score: str = "auto"
+    """Validation score for weights and the initial rolling choice: sharpe | return | auto
+    (Sharpe when the env reports ``info["metrics"]["return"]``, else the episode return)."""
     weighting: str = "positive"
     """positive (clipped-positive normalized) | softmax | equal."""
     temperature: float = 1.0
@@ -64,6 +69,14 @@ class EnsembleConfig:
     """Seed of the evaluation episodes (never a training seed by default)."""
     periods_per_year: float = 252.0
     """Annualization of Sharpe and volatility (252 for daily bars, 8760 for hourly)."""
+
+
+def apply_members(dict_cfg: Any) -> None:
+    """``population.size = ensemble.members`` in a composed config (in place) when the
+    ensemble is enabled and the population size is left at 1."""
+    ens = dict_cfg.get("ensemble")
+    if ens is not None and ens.get("enabled") and int(dict_cfg.population.size) == 1:
+        dict_cfg.population.size = int(ens.members)
 
 
 def validate_ensemble(cfg: EnsembleConfig) -> None:
@@ -431,8 +444,8 @@ def evaluate_run(
 
     if weights is None or initial is None:
         # Members do not depend on weights: score them first, then weight.
-        _, _, _, pre = run(jnp.full((k,), 1.0 / k), jnp.int32(0))
-        member_scores = pre[ens.score][:k]
+        _, _, kind, pre = run(jnp.full((k,), 1.0 / k), jnp.int32(0))
+        member_scores = pre[score_name(ens.score, kind)][:k]
         if weights is None:
             weights = np.asarray(member_weights(member_scores, ens.weighting, ens.temperature))
         if initial is None:
@@ -451,6 +464,13 @@ def evaluate_run(
         "num_steps": num_steps,
         "discrete": isinstance(env.action_space(env_params), spaces.Discrete),
     }
+
+
+def score_name(score: str, kind: str) -> str:
+    """The score actually used: ``auto`` is Sharpe for return curves, else the return."""
+    if score != "auto":
+        return score
+    return "sharpe" if kind == "return" else "return"
 
 
 def best_member(scores: Any) -> int:
@@ -487,7 +507,7 @@ def ensemble_summary(cfg: Any, members: Members) -> dict:
         "validation": split or f"{ens.eval_episodes} fresh episodes (seed {ens.eval_seed})",
         "validation_steps": res["num_steps"],
         "combination": names[members.size],
-        "score": ens.score,
+        "score": score_name(ens.score, res["kind"]),
         "weighting": ens.weighting,
         "window": int(ens.window),
         "initial_member": res["initial"],

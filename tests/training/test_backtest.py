@@ -184,11 +184,11 @@ def test_ensemble_summary__cartpole_fresh_episodes(tmp_path):
     _write_run(run_dir, "CartPole-v1", [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
     run = E.load_run(run_dir)
     run.cfg.ensemble.eval_episodes = 2
-    run.cfg.ensemble.score = "return"
     summary = E.add_ensemble_to_summary(run.cfg, {"env": "CartPole-v1"}, run_dir)
     ens = summary["ensemble"]
     assert ens["validation"].startswith("2 fresh episodes")
     assert ens["combination"] == "ensemble_vote" and ens["sharpe_kind"] == "reward"
+    assert ens["score"] == "return"  # auto: CartPole reports no return metric
     runs = ens["runs"]
     # Members 0 and 2 are identical, so the vote plays them: same validation return.
     assert runs["member_0"]["validation_return"] == runs["member_2"]["validation_return"]

@@ -201,3 +201,31 @@ def test_evaluator__actions_are_clipped_before_averaging():
     out = jax.device_get(evaluate(jax.random.key(3), jnp.array([0.5, 0.5, 0.0]), jnp.int32(0), 7))
     np.testing.assert_allclose(out["reward"][:, 3], out["reward"][:, 2], rtol=1e-6)
     assert not np.allclose(out["reward"][:, 3], out["reward"][:, 0])
+
+
+# --- the agent=ensemble preset ----------------------------------------------------------------
+
+
+def test_agent_ensemble_preset__composes_ppo_members_and_checks_size():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from hordax.training.cli import _register_schemas, config_dir
+    from hordax.training.config import ConfigError, validate
+
+    _register_schemas()
+
+    def composed(*overrides):
+        with initialize_config_dir(str(config_dir()), version_base=None):
+            node = compose("train", overrides=["agent=ensemble", *overrides])
+        E.apply_members(node)
+        return OmegaConf.to_object(node)
+
+    cfg = composed("agent.learning_rate=1e-3", "ensemble.window=5")
+    assert cfg.agent.name == "ppo" and cfg.agent.learning_rate == 1e-3
+    assert cfg.population.size == 4 and cfg.ensemble.enabled and cfg.ensemble.window == 5
+    validate(cfg)
+    assert composed("ensemble.members=6").population.size == 6
+    assert composed("population.size=3").population.size == 3
+    with pytest.raises(ConfigError, match="ensemble.members=1: agent=ensemble needs at least 2"):
+        validate(composed("ensemble.members=1"))
