@@ -161,6 +161,12 @@ def validate(cfg: TrainConfig) -> Resolved:
         "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
     )
     _need(
+        not cfg.ensemble.enabled or int(cfg.agent.network.rnn_size) == 0,
+        "agent.network.rnn_size",
+        cfg.agent.network.rnn_size,
+        "agent=ensemble combines feed-forward PPO members only (rnn_size=0)",
+    )
+    _need(
         cfg.seed >= 0 and cfg.seed + cfg.population.size <= 2**63,
         "seed",
         cfg.seed,

@@ -403,6 +403,11 @@ def load_run(run_dir: str) -> LoadedRun:
 def _agent_for(cfg: Any, env: Any, env_params: Any) -> Any:
     from hordax.agents.ppo import make_agent
 
+    if int(getattr(cfg.agent.network, "rnn_size", 0)) > 0:
+        raise ValueError(
+            f"agent.network.rnn_size={cfg.agent.network.rnn_size}: ensembles and backtests"
+            " combine feed-forward PPO members only (recurrent members are not supported)"
+        )
     obs_shape = env.observation_space(env_params).shape
     return make_agent(cfg.agent, obs_shape, env.action_space(env_params), 1)
 

@@ -23,6 +23,25 @@ from hordax.training.backtest import BacktestConfig, performance, run_backtest
 from hordax.training.config import TrainConfig
 
 pytestmark = pytest.mark.timeout(180)
+
+
+def output_layer(actor_params: dict) -> dict:
+    """The actor's output Dense layer (the one outside the torso), whatever its module path."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict) and "kernel" in node and "bias" in node:
+            if not any(p.startswith(("MLP", "CNN", "GRU", "Embed")) for p in path):
+                found.append(node)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+
+    walk(actor_params, ())
+    assert len(found) == 1, f"expected one output layer, found {len(found)}"
+    return found[0]
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -69,7 +88,7 @@ def _write_run(run_dir: str, env_id: str, outputs: list[list[float]], size: int 
     members = []
     for i, out in enumerate(outputs):
         p = agent.init(jax.random.key(i)).params
-        head = p["actor"]["params"]["Dense_0"]
+        head = output_layer(p["actor"])
         head["kernel"] = jnp.zeros_like(head["kernel"])
         head["bias"] = jnp.asarray(out, jnp.float32)
         members.append(p)

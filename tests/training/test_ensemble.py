@@ -18,6 +18,23 @@ from hordax.training import ensemble as E  # noqa: N812
 pytestmark = pytest.mark.timeout(120)
 
 
+def output_layer(actor_params: dict) -> dict:
+    """The actor's output Dense layer (the one outside the torso), whatever its module path."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict) and "kernel" in node and "bias" in node:
+            if not any(p.startswith(("MLP", "CNN", "GRU", "Embed")) for p in path):
+                found.append(node)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+
+    walk(actor_params, ())
+    assert len(found) == 1, f"expected one output layer, found {len(found)}"
+    return found[0]
+
+
 # --- weights ------------------------------------------------------------------------------
 
 
@@ -125,7 +142,7 @@ def _constant_members(agent, outputs: np.ndarray) -> E.Members:
     members = []
     for i, out in enumerate(outputs):
         p = agent.init(jax.random.key(i)).params
-        head = p["actor"]["params"]["Dense_0"]
+        head = output_layer(p["actor"])
         head["kernel"] = jnp.zeros_like(head["kernel"])
         head["bias"] = jnp.asarray(out, jnp.float32)
         members.append(p)
@@ -229,3 +246,5 @@ def test_agent_ensemble_preset__composes_ppo_members_and_checks_size():
     assert composed("population.size=3").population.size == 3
     with pytest.raises(ConfigError, match="ensemble.members=1: agent=ensemble needs at least 2"):
         validate(composed("ensemble.members=1"))
+    with pytest.raises(ConfigError, match="agent.network.rnn_size=8: agent=ensemble combines"):
+        validate(composed("agent.network.rnn_size=8"))
