@@ -97,7 +97,16 @@ def run_backtest(cfg: BacktestConfig) -> dict:
             "(the trading envs: StockTrading-v0, StockPortfolio-v0, CryptoTrading-v0)"
         )
     if cfg.data:
+        from hordax.envs.registry import make
+
+        before = _obs_shape(make, tc)
         tc.env.kwargs = {**dict(tc.env.kwargs), "data": cfg.data}
+        after = _obs_shape(make, tc)
+        if after != before:
+            raise ValueError(
+                f"data={cfg.data!r}: observations have shape {after}, the members were trained"
+                f" on {before} (a different number of assets)"
+            )
     ens = tc.ensemble
     if cfg.periods_per_year > 0:
         ens.periods_per_year = float(cfg.periods_per_year)
@@ -149,6 +158,11 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         "out_dir": out_dir,
         "rows": rows,
     }
+
+
+def _obs_shape(make, tc) -> tuple[int, ...]:
+    env, params = make(tc.env.id, params=dict(tc.env.params), **dict(tc.env.kwargs))
+    return tuple(env.observation_space(params).shape)
 
 
 def _segments(choice: np.ndarray) -> list[list[int]]:

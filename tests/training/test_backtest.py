@@ -167,6 +167,8 @@ def test_backtest__clear_errors(tmp_path, stock):
         run_backtest(BacktestConfig(run_dir=str(tmp_path / "nope")))
     with pytest.raises(ValueError, match=r"split='holdout': allowed values"):
         run_backtest(BacktestConfig(run_dir=run_dir, split="holdout"))
+    with pytest.raises(ValueError, match=r"data='sp500': observations have shape \(201,\)"):
+        run_backtest(BacktestConfig(run_dir=run_dir, data="sp500"))
     single = str(tmp_path / "single")
     _write_run(single, "StockTrading-v0", [[0.0] * 4], size=1)
     with pytest.raises(ValueError, match="population.size=1; an ensemble needs a population"):
