@@ -18,7 +18,7 @@ from pathlib import Path
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
 
-USAGE = """usage: hordax {train,bench} [hydra overrides ...]
+USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
   hordax train env=Pendulum-v1                   any registered hordax or gymnax id
@@ -28,6 +28,8 @@ USAGE = """usage: hordax {train,bench} [hydra overrides ...]
   hordax train checkpoint.every=5                checkpoint every 5 chunks
   hordax train resume=runs/CartPole-v1/ppo/DATE  continue a run from its newest checkpoint
   hordax train population.size=8                 8 seeds in one vmapped program
+  hordax train agent=ensemble env=StockTrading-v0   K PPO members + vote/average/rolling
+  hordax backtest RUN_DIR split=test             members, ensembles, baselines: table + PNG
   hordax bench env=CartPole-v1 num_envs=4096     random-action env steps/s (JSON line)
   hordax bench mode=train num_envs=1024          PPO training steps/s
   hordax bench -m env=CartPole-v1,Pendulum-v1 num_envs=256,4096,16384   CSV + PNG plot
@@ -50,6 +52,7 @@ def _register_schemas() -> None:
     from hydra.core.config_store import ConfigStore
 
     from hordax.agents.ppo.config import PPOConfig
+    from hordax.training.backtest import BacktestConfig
     from hordax.training.bench import BenchConfig
     from hordax.training.config import EnvConfig, LoggerConfig, OnPolicyTrainerConfig, TrainConfig
     from hordax.training.sharding import MeshConfig
@@ -57,6 +60,7 @@ def _register_schemas() -> None:
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(name="bench_schema", node=BenchConfig)
+    cs.store(name="backtest_schema", node=BacktestConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
     cs.store(group="agent", name="ppo_schema", node=PPOConfig)
     cs.store(group="trainer", name="on_policy_schema", node=OnPolicyTrainerConfig)
@@ -212,9 +216,11 @@ def _train_task(dict_cfg) -> None:
     from hordax.envs.registry import make
     from hordax.training.checkpoint import CheckpointError
     from hordax.training.config import ConfigError, validate
+    from hordax.training.ensemble import apply_members
     from hordax.training.run import NonFiniteError, train_and_log
 
     run_dir = HydraConfig.get().runtime.output_dir
+    apply_members(dict_cfg)  # agent=ensemble: K members unless population.size is given
     try:
         cfg = OmegaConf.to_object(dict_cfg)
     except Exception as e:  # missing mandatory values and the like
@@ -241,6 +247,10 @@ def _train_task(dict_cfg) -> None:
         _fail(str(e), code=3)
     except ValueError as e:  # e.g. a mesh that does not fit, a shape the agent cannot handle
         _fail(str(e), run_dir=run_dir)
+    if cfg.ensemble.enabled:  # agent=ensemble: members and ensembles on validation
+        from hordax.training.ensemble import add_ensemble_to_summary
+
+        summary = add_ensemble_to_summary(cfg, summary, run_dir)
     print(json.dumps(summary), flush=True)
 
 
@@ -266,7 +276,25 @@ def _bench_task(dict_cfg) -> None:
     print(json.dumps(row), flush=True)
 
 
-COMMANDS = {"train": ("train", _train_task), "bench": ("bench", _bench_task)}
+def _backtest_task(dict_cfg) -> None:
+    """The hydra task of ``hordax backtest``: table, curves and plot; one JSON line."""
+    from omegaconf import OmegaConf
+
+    from hordax.training.backtest import run_backtest
+
+    cfg = OmegaConf.to_object(dict_cfg)
+    try:
+        row = run_backtest(cfg)
+    except (ValueError, TypeError) as e:
+        _fail(str(e))
+    print(json.dumps(row), flush=True)
+
+
+COMMANDS = {
+    "train": ("train", _train_task),
+    "bench": ("bench", _bench_task),
+    "backtest": ("backtest", _backtest_task),
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -291,6 +319,8 @@ def main(argv: list[str] | None = None) -> None:
         rest = rewrite_env_override(resume_overrides(rest), cfg_dir)
         if _wants_distributed(rest):
             _init_distributed()
+    elif command == "backtest":  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
+        rest = [a if "=" in a or a.startswith("-") else f"run_dir={a}" for a in rest]
     else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
         rest = [f"++{a}" if a.startswith(("env.params.", "env.kwargs.")) else a for a in rest]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hordax.agents.ppo import TRACED_HPARAMS, PPOConfig, validate_ppo
+from hordax.training.ensemble import EnsembleConfig, validate_ensemble
 from hordax.training.population import PopulationConfig, validate_population
 from hordax.training.sharding import MeshConfig
 
@@ -71,6 +72,7 @@ class TrainConfig:
     mesh: MeshConfig = field(default_factory=MeshConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     population: PopulationConfig = field(default_factory=PopulationConfig)
+    ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
     seed: int = 0
     """Seed of the run's single ``jax.random.key``."""
     run_dir: str = ""
@@ -148,6 +150,22 @@ def validate(cfg: TrainConfig) -> Resolved:
         validate_population(cfg.population, TRACED_HPARAMS)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    try:
+        validate_ensemble(cfg.ensemble)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    _need(
+        not cfg.ensemble.enabled or cfg.population.size >= 2,
+        "ensemble.members",
+        cfg.ensemble.members,
+        "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
+    )
+    _need(
+        not cfg.ensemble.enabled or int(cfg.agent.network.rnn_size) == 0,
+        "agent.network.rnn_size",
+        cfg.agent.network.rnn_size,
+        "agent=ensemble combines feed-forward PPO members only (rnn_size=0)",
+    )
     _need(
         cfg.seed >= 0 and cfg.seed + cfg.population.size <= 2**63,
         "seed",

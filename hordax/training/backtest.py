@@ -1,0 +1,248 @@
+"""``hordax backtest RUN_DIR split=test``: members, ensembles and baselines on held-out data.
+
+The run directory of a population run (``hordax train agent=ensemble ...``) is rebuilt from
+``config.yaml`` and ``params.msgpack``; every member, the vote / weighted-average ensemble,
+the rolling selection and two baselines then trade one deterministic episode over the whole
+split (from its first row, ``random_start=False``, no time limit). Ensemble weights and the
+first rolling member come from the members' scores on the validation split, never from the
+split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric:
+equal-weight, costless, from the same first row) and ``cash`` (flat).
+
+Outputs in ``out_dir`` (default ``RUN_DIR/backtest_<split>``): ``metrics.csv``,
+``metrics.md``, ``equity.png`` (equity curves) and ``equity.csv`` (the curves).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+SPLITS = ("train", "validation", "test", "all")
+#: Per-step return volatility below which a curve counts as flat (Sharpe 0): float32
+#: portfolio values of about 1e6 carry rounding noise of about 1e-7 per step.
+FLAT_STD = 1e-6
+COLUMNS = (
+    "cumulative_return",
+    "annualized_return",
+    "annualized_volatility",
+    "sharpe",
+    "max_drawdown",
+)
+
+
+@dataclass
+class BacktestConfig:
+    """``hordax backtest`` options (configs/backtest.yaml)."""
+
+    run_dir: str = ""
+    """Directory of a finished population run (``hordax train agent=ensemble``)."""
+    split: str = "test"
+    """train | validation | test | all."""
+    data: str = ""
+    """Market data name to trade instead of the run's own (e.g. ``stocks``); '' = the run's."""
+    out_dir: str = ""
+    """Where to write the table and plot ('' = ``RUN_DIR/backtest_<split>``)."""
+    periods_per_year: float = 0.0
+    """Annualization factor (0 = the run's ``ensemble.periods_per_year``, 252 by default)."""
+
+
+def performance(curve: np.ndarray, periods_per_year: float) -> dict[str, float]:
+    """Metrics of one equity curve ``f[T + 1]`` (``curve[0]`` = starting value > 0).
+
+    Per-step returns ``r_t = curve[t] / curve[t - 1] - 1``; ``cumulative_return =
+    curve[-1] / curve[0] - 1``; ``annualized_return = (1 + cumulative) ** (P / T) - 1``;
+    ``annualized_volatility = std(r, ddof=1) * sqrt(P)``; ``sharpe = mean(r) / std(r, ddof=1)
+    * sqrt(P)`` (risk-free rate 0; 0 for a flat curve, i.e. ``std(r) <`` :data:`FLAT_STD`,
+    below which per-step returns are float32 rounding of the value);
+    ``max_drawdown = max_t (1 - curve[t] / max_{s <= t} curve[s])`` (a positive fraction).
+    """
+    curve = np.asarray(curve, np.float64)
+    steps = curve.shape[0] - 1
+    if steps < 1:
+        raise ValueError(f"an equity curve needs at least 2 points, got {curve.shape[0]}")
+    r = curve[1:] / curve[:-1] - 1.0
+    cumulative = curve[-1] / curve[0] - 1.0
+    std = float(r.std(ddof=1)) if steps > 1 else 0.0
+    peak = np.maximum.accumulate(curve)
+    return {
+        "cumulative_return": float(cumulative),
+        "annualized_return": float((1.0 + cumulative) ** (periods_per_year / steps) - 1.0),
+        "annualized_volatility": std * math.sqrt(periods_per_year),
+        "sharpe": float(r.mean() / std * math.sqrt(periods_per_year)) if std > FLAT_STD else 0.0,
+        "max_drawdown": float(np.max(1.0 - curve / peak)),
+    }
+
+
+def run_backtest(cfg: BacktestConfig) -> dict:
+    """Run the backtest and write its files; return a summary dict.
+
+    Raises ``ValueError`` (clear message) for a missing run dir, a run that is not a
+    population, an env without splits or returns, or an unknown split.
+    """
+    from hordax.training import ensemble as ens_mod
+
+    if cfg.split not in SPLITS:
+        raise ValueError(f"split={cfg.split!r}: allowed values are {list(SPLITS)}")
+    if not cfg.run_dir:
+        raise ValueError("run_dir is required: hordax backtest RUN_DIR split=test")
+    run = ens_mod.load_run(cfg.run_dir)
+    tc = run.cfg
+    if not ens_mod.supports_split(tc.env.id):
+        raise ValueError(
+            f"env={tc.env.id!r}: backtest needs an env with split= and random_start= "
+            "(the trading envs: StockTrading-v0, StockPortfolio-v0, CryptoTrading-v0)"
+        )
+    if cfg.data:
+        from hordax.envs.registry import make
+
+        before = _obs_shape(make, tc)
+        tc.env.kwargs = {**dict(tc.env.kwargs), "data": cfg.data}
+        after = _obs_shape(make, tc)
+        if after != before:
+            raise ValueError(
+                f"data={cfg.data!r}: observations have shape {after}, the members were trained"
+                f" on {before} (a different number of assets)"
+            )
+    ens = tc.ensemble
+    if cfg.periods_per_year > 0:
+        ens.periods_per_year = float(cfg.periods_per_year)
+    ppy = float(ens.periods_per_year)
+
+    val = ens_mod.evaluate_run(tc, run.members, "validation", ens)
+    res = ens_mod.evaluate_run(tc, run.members, cfg.split, ens, val["weights"], val["initial"])
+    if res["kind"] != "return":
+        raise ValueError(
+            f"env={tc.env.id!r} reports no info['metrics']['return']; the backtest table needs"
+            " returns (StockTrading-v0 and StockPortfolio-v0 have them)"
+        )
+    k = run.members.size
+    names = ens_mod.run_names(k, res["discrete"])
+    curves = {n: res["curve"][:, i] for i, n in enumerate(names)}
+    if "buy_and_hold_return" in res["metrics"]:
+        bh = 1.0 + res["metrics"]["buy_and_hold_return"][:, 0].astype(np.float64)
+        alive = res["alive"][:, 0]
+        full = np.ones(bh.shape[0] + 1)
+        for t in range(bh.shape[0]):
+            full[t + 1] = bh[t] if alive[t] else full[t]
+        curves["buy_and_hold"] = full
+    curves["cash"] = np.ones(res["curve"].shape[0])
+
+    rows = []
+    for i, (name, curve) in enumerate(curves.items()):
+        row = {"run": name, **performance(curve, ppy)}
+        row["validation_weight"] = float(val["weights"][i]) if i < k else math.nan
+        row["validation_sharpe"] = float(val["scores"]["sharpe"][i]) if i < k + 2 else math.nan
+        rows.append(row)
+
+    out_dir = cfg.out_dir or os.path.join(cfg.run_dir, f"backtest_{cfg.split}")
+    os.makedirs(out_dir, exist_ok=True)
+    write_csv(os.path.join(out_dir, "metrics.csv"), rows)
+    with open(os.path.join(out_dir, "metrics.md"), "w") as f:
+        f.write(markdown_table(rows) + "\n")
+    write_curves(os.path.join(out_dir, "equity.csv"), curves)
+    title = f"{tc.env.id} {cfg.split} split ({res['num_steps']} steps), {k} PPO members"
+    plot_curves(os.path.join(out_dir, "equity.png"), curves, title)
+    return {
+        "run_dir": cfg.run_dir,
+        "env": tc.env.id,
+        "split": cfg.split,
+        "steps": res["num_steps"],
+        "periods_per_year": ppy,
+        "weights": [float(w) for w in val["weights"]],
+        "initial_member": val["initial"],
+        "rolling_choices": _segments(res["choice"]),
+        "out_dir": out_dir,
+        "rows": rows,
+    }
+
+
+def _obs_shape(make, tc) -> tuple[int, ...]:
+    env, params = make(tc.env.id, params=dict(tc.env.params), **dict(tc.env.kwargs))
+    return tuple(env.observation_space(params).shape)
+
+
+def _segments(choice: np.ndarray) -> list[list[int]]:
+    """``[[first_step, member], ...]`` where the rolling selection changes member."""
+    out: list[list[int]] = []
+    for t, c in enumerate(np.asarray(choice).tolist()):
+        if not out or out[-1][1] != c:
+            out.append([t, int(c)])
+    return out
+
+
+def write_csv(path: str, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def write_curves(path: str, curves: dict[str, np.ndarray]) -> None:
+    names = list(curves)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", *names])
+        for t in range(len(curves[names[0]])):
+            w.writerow([t, *(f"{curves[n][t]:.10g}" for n in names)])
+
+
+def _fmt(v: float, pct: bool) -> str:
+    if isinstance(v, float) and math.isnan(v):
+        return ""
+    return f"{100 * v:.2f} %" if pct else f"{v:.3f}"
+
+
+def markdown_table(rows: list[dict]) -> str:
+    head = [
+        "run",
+        "cumulative return",
+        "annualized return",
+        "annualized volatility",
+        "Sharpe",
+        "max drawdown",
+        "validation weight",
+        "validation Sharpe",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [
+            r["run"],
+            _fmt(r["cumulative_return"], True),
+            _fmt(r["annualized_return"], True),
+            _fmt(r["annualized_volatility"], True),
+            _fmt(r["sharpe"], False),
+            _fmt(r["max_drawdown"], True),
+            _fmt(r["validation_weight"], False),
+            _fmt(r["validation_sharpe"], False),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_curves(path: str, curves: dict[str, np.ndarray], title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for name, curve in curves.items():
+        if name.startswith("member_"):
+            style = {"lw": 0.9, "alpha": 0.6}
+        elif name in ("buy_and_hold", "cash"):
+            style = {"lw": 1.2, "ls": "--"}
+        else:
+            style = {"lw": 2.0}
+        ax.plot(np.arange(len(curve)), curve, label=name, **style)
+    ax.set_xlabel("step (trading day)")
+    ax.set_ylabel("portfolio value / initial")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,219 @@
+"""``hordax backtest``: metrics on hand cases, a hand-made population run on real data."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import serialization
+from omegaconf import OmegaConf
+
+import hordax
+from hordax.agents.ppo import make_agent
+from hordax.training import ensemble as E  # noqa: N812
+from hordax.training.backtest import BacktestConfig, performance, run_backtest
+from hordax.training.config import TrainConfig
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def output_layer(actor_params: dict) -> dict:
+    """The actor's output Dense layer (the one outside the torso), whatever its module path."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict) and "kernel" in node and "bias" in node:
+            if not any(p.startswith(("MLP", "CNN", "GRU", "Embed")) for p in path):
+                found.append(node)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (*path, k))
+
+    walk(actor_params, ())
+    assert len(found) == 1, f"expected one output layer, found {len(found)}"
+    return found[0]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_performance__hand_case():
+    curve = np.array([1.0, 1.1, 0.99, 1.2])
+    m = performance(curve, periods_per_year=252)
+    r = np.array([0.1, -0.1, 1.2 / 0.99 - 1])
+    assert m["cumulative_return"] == pytest.approx(0.2)
+    assert m["max_drawdown"] == pytest.approx(0.1)  # 1.1 -> 0.99
+    assert m["annualized_return"] == pytest.approx(1.2 ** (252 / 3) - 1)
+    assert m["annualized_volatility"] == pytest.approx(np.std(r, ddof=1) * np.sqrt(252))
+    assert m["sharpe"] == pytest.approx(r.mean() / np.std(r, ddof=1) * np.sqrt(252))
+
+
+def test_performance__flat_and_falling():
+    flat = performance(np.ones(10), 252)
+    assert flat == {k: 0.0 for k in flat}
+    down = performance(np.array([2.0, 1.5, 1.0, 1.2]), 12)
+    assert down["max_drawdown"] == pytest.approx(0.5)
+    assert down["cumulative_return"] == pytest.approx(-0.4)
+    assert down["sharpe"] < 0
+
+
+def _write_run(run_dir: str, env_id: str, outputs: list[list[float]], size: int | None = None):
+    """A run dir as ``hordax train agent=ensemble`` leaves it, with constant-action members."""
+    os.makedirs(run_dir, exist_ok=True)
+    cfg = OmegaConf.structured(TrainConfig)
+    cfg.env.id = env_id
+    if env_id == "StockTrading-v0":
+        cfg.env.kwargs = {"data": "stocks"}
+    cfg.agent.network.hidden_sizes = [8]
+    cfg.population.size = size or len(outputs)
+    cfg.ensemble.enabled = True
+    cfg.ensemble.window = 21
+    with open(os.path.join(run_dir, "config.yaml"), "w") as f:
+        f.write(OmegaConf.to_yaml(cfg))
+    env, params = hordax.make(env_id, **dict(cfg.env.kwargs))
+    agent = make_agent(
+        OmegaConf.to_object(cfg).agent,
+        env.observation_space(params).shape,
+        env.action_space(params),
+        1,
+    )
+    members = []
+    for i, out in enumerate(outputs):
+        p = agent.init(jax.random.key(i)).params
+        head = output_layer(p["actor"])
+        head["kernel"] = jnp.zeros_like(head["kernel"])
+        head["bias"] = jnp.asarray(out, jnp.float32)
+        members.append(p)
+    stacked = jax.tree.map(lambda *x: np.stack(x), *members)
+    with open(os.path.join(run_dir, "params.msgpack"), "wb") as f:
+        f.write(serialization.to_bytes({"params": stacked, "normalizer": {}}))
+
+
+@functools.cache
+def _stock_backtest(tmp: str) -> tuple[str, dict]:
+    run_dir = os.path.join(tmp, "run")
+    # member 0 sells everything (holds cash), member 1 buys every stock each day.
+    _write_run(run_dir, "StockTrading-v0", [[-1.0] * 4, [1.0] * 4])
+    return run_dir, run_backtest(BacktestConfig(run_dir=run_dir, split="test"))
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    return _stock_backtest(str(tmp_path_factory.mktemp("bt")))
+
+
+def test_backtest__writes_table_curves_and_plot(stock):
+    run_dir, out = stock
+    d = out["out_dir"]
+    assert d == os.path.join(run_dir, "backtest_test")
+    for name in ("metrics.csv", "metrics.md", "equity.csv", "equity.png"):
+        assert os.path.getsize(os.path.join(d, name)) > 0
+    names = [r["run"] for r in out["rows"]]
+    assert names == [
+        "member_0",
+        "member_1",
+        "ensemble_average",
+        "rolling_selection",
+        "buy_and_hold",
+        "cash",
+    ]
+    with open(os.path.join(d, "metrics.csv")) as f:
+        table = list(csv.DictReader(f))
+    assert [r["run"] for r in table] == names
+    with open(os.path.join(d, "metrics.md")) as f:
+        md = f.read()
+    assert md.count("\n") == len(names) + 2 and "| member_1 |" in md
+
+
+def test_backtest__numbers_agree_with_independent_computations(stock):
+    run_dir, out = stock
+    rows = {r["run"]: r for r in out["rows"]}
+    with open(os.path.join(out["out_dir"], "equity.csv")) as f:
+        eq = list(csv.DictReader(f))
+    curves = {k: np.array([float(r[k]) for r in eq]) for k in eq[0] if k != "step"}
+    # A member that only sells never holds anything: its value stays the initial cash.
+    np.testing.assert_allclose(curves["member_0"], 1.0)
+    assert rows["member_0"]["max_drawdown"] < 1e-6 and rows["cash"]["sharpe"] == 0.0  # f32 value
+    # Buy-and-hold: equal-weight price relatives from the split's first row (the env's own
+    # prices, computed here without the env's step).
+    env, params = hordax.make("StockTrading-v0", data="stocks", split="test", random_start=False)
+    lo = int(params.start_lo)
+    close = np.asarray(params.close, np.float64)[lo : lo + len(curves["buy_and_hold"])]
+    np.testing.assert_allclose(curves["buy_and_hold"], (close / close[0]).mean(1), rtol=1e-5)
+    assert out["steps"] == int(params.end) - 1 - lo == len(curves["cash"]) - 1
+    # Every row is performance() of its curve.
+    for name, curve in curves.items():
+        ref = performance(curve, 252)
+        for key, value in ref.items():
+            assert rows[name][key] == pytest.approx(value, rel=1e-4, abs=1e-6), (name, key)
+    # Weights are the positive-clipped validation Sharpes of the members.
+    sharpe = [rows["member_0"]["validation_sharpe"], rows["member_1"]["validation_sharpe"]]
+    np.testing.assert_allclose(out["weights"], np.asarray(E.member_weights(sharpe)), rtol=1e-6)
+    assert out["rolling_choices"][0] == [0, out["initial_member"]]
+    assert all(s % 21 == 0 for s, _ in out["rolling_choices"])  # changes only at windows
+
+
+def test_backtest__clear_errors(tmp_path, stock):
+    run_dir, _ = stock
+    with pytest.raises(ValueError, match="no such directory"):
+        run_backtest(BacktestConfig(run_dir=str(tmp_path / "nope")))
+    with pytest.raises(ValueError, match=r"split='holdout': allowed values"):
+        run_backtest(BacktestConfig(run_dir=run_dir, split="holdout"))
+    with pytest.raises(ValueError, match=r"data='sp500': observations have shape \(201,\)"):
+        run_backtest(BacktestConfig(run_dir=run_dir, data="sp500"))
+    single = str(tmp_path / "single")
+    _write_run(single, "StockTrading-v0", [[0.0] * 4], size=1)
+    with pytest.raises(ValueError, match="population.size=1; an ensemble needs a population"):
+        run_backtest(BacktestConfig(run_dir=single))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="config.yaml is missing"):
+        run_backtest(BacktestConfig(run_dir=str(empty)))
+    cart = str(tmp_path / "cart")
+    _write_run(cart, "CartPole-v1", [[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="needs an env with split="):
+        run_backtest(BacktestConfig(run_dir=cart))
+
+
+def test_backtest_cli__positional_run_dir_and_one_line_error(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "hordax.training.cli", "backtest", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"hordax: error: run_dir={str(tmp_path / 'x')!r}: no such directory"
+    ]
+    assert not (tmp_path / "x").exists()  # hydra created nothing there
+
+
+def test_ensemble_summary__cartpole_fresh_episodes(tmp_path):
+    """agent=ensemble's summary on a non-trading env: fresh validation episodes."""
+    run_dir = str(tmp_path / "cart")
+    _write_run(run_dir, "CartPole-v1", [[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    run = E.load_run(run_dir)
+    run.cfg.ensemble.eval_episodes = 2
+    summary = E.add_ensemble_to_summary(run.cfg, {"env": "CartPole-v1"}, run_dir)
+    ens = summary["ensemble"]
+    assert ens["validation"].startswith("2 fresh episodes")
+    assert ens["combination"] == "ensemble_vote" and ens["sharpe_kind"] == "reward"
+    assert ens["score"] == "return"  # auto: CartPole reports no return metric
+    runs = ens["runs"]
+    # Members 0 and 2 are identical, so the vote plays them: same validation return.
+    assert runs["member_0"]["validation_return"] == runs["member_2"]["validation_return"]
+    assert runs["ensemble_vote"]["validation_return"] == runs["member_0"]["validation_return"]
+    assert sum(runs[f"member_{i}"]["weight"] for i in range(3)) == pytest.approx(1.0)
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        assert json.load(f)["ensemble"]["runs"] == json.loads(json.dumps(runs))
