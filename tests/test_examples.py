@@ -36,3 +36,31 @@ def test_readme__quick_start_matches_example():
         "jax.jit(jax.vmap(train))",
     ):
         assert call in readme and call in example, call
+
+
+def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
+    """examples/grid_gif.py trains briefly and writes an animated GIF of env.render frames
+    (80x80: 5x5 tiles of 16 px), as many frames as it reports."""
+    from PIL import Image
+
+    out = tmp_path / "grid.gif"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "grid_gif.py"),
+            "--steps",
+            "8192",
+            "--episodes",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    frames = int(re.search(r"wrote (\d+) frames", proc.stdout).group(1))
+    with Image.open(out) as im:
+        assert im.format == "GIF" and im.size == (80, 80)
+        assert im.n_frames == frames >= 2

@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture(scope="package", autouse=True)
 def _fast_compiles():
-    before = jax.config.jax_disable_most_optimizations
+    before = jax.config.read("jax_disable_most_optimizations")
     jax.config.update("jax_disable_most_optimizations", True)
     yield
     jax.config.update("jax_disable_most_optimizations", before)
