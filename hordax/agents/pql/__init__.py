@@ -5,6 +5,7 @@ from hordax.agents.pql.agent import (
     CriticBatch,
     PQLAgent,
     PQLState,
+    categorical_projection,
     exploration_stds,
     make_agent,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "PQLAgent",
     "PQLConfig",
     "PQLState",
+    "categorical_projection",
     "exploration_stds",
     "make_agent",
     "validate_pql",

@@ -51,17 +51,43 @@ class Actor(nn.Module):
 
 
 class DoubleQ(nn.Module):
-    """Two independent critics: ``(obs [B, ...], unit action [B, d]) -> (q1 [B], q2 [B])``."""
+    """Two independent critics: ``(obs [B, ...], unit action [B, d]) -> (q1, q2)``, each
+    ``[B]`` (``num_atoms == 1``) or ``[B, num_atoms]`` logits (distributional, PQL-D)."""
 
     hidden_sizes: Sequence[int]
     activation: str = "elu"
+    num_atoms: int = 1
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
         x = jnp.concatenate([obs.reshape((obs.shape[0], -1)).astype(jnp.float32), action], -1)
-        q1 = _MLP(self.hidden_sizes, 1, self.activation, name="q1")(x)[:, 0]
-        q2 = _MLP(self.hidden_sizes, 1, self.activation, name="q2")(x)[:, 0]
+        q1 = _MLP(self.hidden_sizes, self.num_atoms, self.activation, name="q1")(x)
+        q2 = _MLP(self.hidden_sizes, self.num_atoms, self.activation, name="q2")(x)
+        if self.num_atoms == 1:
+            return q1[:, 0], q2[:, 0]
         return q1, q2
+
+
+def categorical_projection(
+    probs: jax.Array, reward: jax.Array, discount: jax.Array, support: jax.Array
+) -> jax.Array:
+    """Project the distribution of ``reward + discount * Z`` onto ``support`` (C51).
+
+    Args:
+        probs: ``f32[B, K]`` probabilities of the next-state return on ``support``.
+        reward, discount: ``f32[B]`` (n-step reward sum and bootstrap discount).
+        support: ``f32[K]`` evenly spaced atoms ``v_min .. v_max``.
+
+    Returns:
+        ``f32[B, K]``: each shifted atom's mass split between its two neighbouring atoms
+        in proportion to closeness (values outside the support are clipped to its ends).
+    """
+    v_min, v_max = support[0], support[-1]
+    dz = (v_max - v_min) / (support.shape[0] - 1)
+    tz = jnp.clip(reward[:, None] + discount[:, None] * support[None, :], v_min, v_max)
+    # weight[b, i, j] = share of shifted atom j that lands on atom i.
+    weight = jnp.clip(1.0 - jnp.abs(tz[:, None, :] - support[None, :, None]) / dz, 0.0, 1.0)
+    return jnp.einsum("bij,bj->bi", weight, probs)
 
 
 @struct.dataclass
@@ -116,7 +142,10 @@ class PQLAgent:
         self.high = jnp.asarray(high.reshape(-1))
         hs = tuple(config.hidden_sizes)
         self.actor = Actor(hs, self.action_dim, config.activation)
-        self.critic = DoubleQ(hs, config.activation)
+        self.distributional = bool(config.distributional)
+        atoms = int(config.num_atoms) if self.distributional else 1
+        self.critic = DoubleQ(hs, config.activation, atoms)
+        self.support = jnp.linspace(config.v_min, config.v_max, atoms, dtype=jnp.float32)
         clip = optax.clip_by_global_norm(config.max_grad_norm)
         self.actor_tx = optax.chain(clip, optax.scale_by_adam())
         self.critic_tx = optax.chain(clip, optax.scale_by_adam())
@@ -171,9 +200,19 @@ class PQLAgent:
         )
         next_a = jnp.clip(next_a + noise, -1.0, 1.0)
         tq1, tq2 = self.critic.apply(state.params["critic_target"], batch.next_obs, next_a)
+        q1, q2 = self.critic.apply(critic_params, batch.obs, batch.action)
+        if self.distributional:
+            # Clipped double-Q on distributions: per sample, the target head whose mean is
+            # lower; both heads are trained by cross-entropy to its projected distribution.
+            p1, p2 = jax.nn.softmax(tq1), jax.nn.softmax(tq2)
+            lower = (p1 @ self.support) <= (p2 @ self.support)
+            p_next = jnp.where(lower[:, None], p1, p2)
+            target = categorical_projection(p_next, batch.reward, batch.discount, self.support)
+            target = jax.lax.stop_gradient(target)
+            ce = lambda logits: -jnp.mean(jnp.sum(target * jax.nn.log_softmax(logits), -1))  # noqa: E731
+            return ce(q1) + ce(q2), jnp.mean(jax.nn.softmax(q1) @ self.support)
         target = batch.reward + batch.discount * jnp.minimum(tq1, tq2)
         target = jax.lax.stop_gradient(target)
-        q1, q2 = self.critic.apply(critic_params, batch.obs, batch.action)
         loss = 0.5 * (jnp.mean(jnp.square(q1 - target)) + jnp.mean(jnp.square(q2 - target)))
         return loss, jnp.mean(q1)
 
@@ -198,6 +237,8 @@ class PQLAgent:
     def actor_loss(self, actor_params: Any, state: PQLState, obs: jax.Array) -> jax.Array:
         a = self.actor.apply(actor_params, obs)
         q1, _ = self.critic.apply(state.params["critic"], obs, a)
+        if self.distributional:
+            q1 = jax.nn.softmax(q1) @ self.support
         return -jnp.mean(q1)
 
     def actor_update(self, state: PQLState, obs: jax.Array) -> tuple[PQLState, dict]:

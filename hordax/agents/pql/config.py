@@ -49,6 +49,14 @@ class PQLConfig:
     normalize_obs: bool = True
     """Running observation normalization (the NormalizeObservation wrapper); transitions are
     stored normalized with the statistics of their collection step."""
+    distributional: bool = False
+    """PQL-D: categorical critics (cross-entropy to the projected n-step target)."""
+    num_atoms: int = 51
+    """Atoms of the distributional critic's support (>= 2)."""
+    v_min: float = -10.0
+    """Lowest atom (in reward_scale-d return units)."""
+    v_max: float = 10.0
+    """Highest atom (> v_min)."""
     hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
     """MLP widths of actor and critics."""
     activation: str = "elu"
@@ -121,6 +129,13 @@ def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
         "must be >= 0",
     )
     need(cfg.warmup_updates >= 0, "agent.warmup_updates", cfg.warmup_updates, "must be >= 0")
+    need(cfg.num_atoms >= 2, "agent.num_atoms", cfg.num_atoms, "must be an integer >= 2")
+    need(
+        fin(cfg.v_min) and fin(cfg.v_max) and cfg.v_max > cfg.v_min,
+        "agent.v_max",
+        cfg.v_max,
+        f"must be finite and > agent.v_min={cfg.v_min}",
+    )
     need(
         bool(cfg.hidden_sizes) and all(int(h) >= 1 for h in cfg.hidden_sizes),
         "agent.hidden_sizes",
