@@ -274,6 +274,7 @@ def test_pql__learns_pendulum():
         beta_pv=2,
         reward_scale=0.1,
         sigma_max=0.4,
+        normalize_obs=False,
         hidden_sizes=[128, 128],
     )
     tcfg = OnPolicyTrainerConfig(
