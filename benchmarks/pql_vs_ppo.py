@@ -73,9 +73,17 @@ def main() -> None:
             "env_steps": s["env_steps"],
             "curve": [(r["wall_s"], r.get("episode_return")) for r in res["rows"]],
         }
-        print(json.dumps({"env": args.env, "agent": agent, "threshold": args.threshold,
-                          **{k: v for k, v in results[agent].items() if k != "curve"}}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "env": args.env,
+                    "agent": agent,
+                    "threshold": args.threshold,
+                    **{k: v for k, v in results[agent].items() if k != "curve"},
+                }
+            ),
+            flush=True,
+        )
     with open(out / "results.json", "w") as f:
         json.dump(results, f, indent=1)
     import matplotlib
