@@ -4,6 +4,7 @@ exploration, the exact update schedule, bad configs and a short learning run."""
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -174,7 +175,8 @@ def test_validate__bad_pql_config_names_the_key(agent, trainer, message):
 
 
 def test_cli__pql_bad_config_and_short_run(tmp_path):
-    """One-line errors from `hordax train agent=pql ...`; a short run prints the JSON line."""
+    """One-line errors from `hordax train agent=pql ...`; a short run prints the JSON line
+    and checkpoints; resuming from its first checkpoint reproduces its parameters."""
     env = {**os.environ}
     env.pop("XLA_FLAGS", None)
     run = lambda *a: subprocess.run(  # noqa: E731
@@ -202,7 +204,15 @@ def test_cli__pql_bad_config_and_short_run(tmp_path):
     assert ok.returncode == 0, ok.stderr[-2000:]
     summary = json.loads(ok.stdout.strip().splitlines()[-1])
     assert summary["agent"] == "pql" and summary["env_steps"] == 512
-    assert os.path.isdir(os.path.join(summary["run_dir"], "checkpoints"))
+    ckpts = os.path.join(summary["run_dir"], "checkpoints")
+    assert sorted(os.listdir(ckpts)) == ["1", "2", "meta.json"]
+    # Resume from chunk 1 (replay buffer included in the checkpoint): bit-identical result.
+    shutil.rmtree(os.path.join(ckpts, "2"))
+    again = run(f"resume={summary['run_dir']}")
+    assert again.returncode == 0, again.stderr[-2000:]
+    resumed = json.loads(again.stdout.strip().splitlines()[-1])
+    assert resumed["resumed_from_chunk"] == 1
+    assert resumed["params_checksum"] == summary["params_checksum"]
 
 
 def projection_reference(probs, reward, discount, support):
