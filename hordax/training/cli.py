@@ -58,11 +58,22 @@ def _register_schemas() -> None:
     from hordax.training.sharding import MeshConfig
 
     cs = ConfigStore.instance()
-    cs.store(name="train_schema", node=TrainConfig)
+    from omegaconf import MISSING, OmegaConf
+
+    # ``agent`` is typed Any: its group's schema (ppo/pqn/pql) decides its type.
+    train_node = OmegaConf.structured(TrainConfig)
+    train_node.agent = MISSING
+    cs.store(name="train_schema", node=train_node)
     cs.store(name="bench_schema", node=BenchConfig)
     cs.store(name="backtest_schema", node=BacktestConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
     cs.store(group="agent", name="ppo_schema", node=PPOConfig)
+    from hordax.agents.pqn.config import PQNConfig
+
+    cs.store(group="agent", name="pqn_schema", node=PQNConfig)
+    from hordax.agents.pql.config import PQLConfig
+
+    cs.store(group="agent", name="pql_schema", node=PQLConfig)
     cs.store(group="trainer", name="on_policy_schema", node=OnPolicyTrainerConfig)
     cs.store(group="logger", name="logger_schema", node=LoggerConfig)
     cs.store(group="mesh", name="mesh_schema", node=MeshConfig)

@@ -66,7 +66,8 @@ class CheckpointConfig:
 @dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
-    agent: PPOConfig = field(default_factory=PPOConfig)
+    agent: Any = field(default_factory=PPOConfig)
+    """PPOConfig, PQNConfig or PQLConfig (the ``agent`` group's schema picks it)."""
     trainer: OnPolicyTrainerConfig = field(default_factory=OnPolicyTrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     mesh: MeshConfig = field(default_factory=MeshConfig)
@@ -100,7 +101,7 @@ class Resolved:
         return self.num_updates * self.steps_per_update
 
 
-AGENTS = ("ppo",)
+AGENTS = ("ppo", "pqn", "pql")
 LOGGERS = ("stdout", "wandb")
 
 
@@ -147,7 +148,7 @@ def validate(cfg: TrainConfig) -> Resolved:
     _need(ck.every >= 0, "checkpoint.every", ck.every, "must be an integer >= 0 (0 = never)")
     _need(ck.keep >= 1, "checkpoint.keep", ck.keep, "must be an integer >= 1")
     try:
-        validate_population(cfg.population, TRACED_HPARAMS)
+        validate_population(cfg.population, _traced_hparams(cfg.agent.name))
     except ValueError as e:
         raise ConfigError(str(e)) from None
     try:
@@ -179,7 +180,7 @@ def validate(cfg: TrainConfig) -> Resolved:
         "must be -1 (all remaining devices) or an integer >= 1",
     )
     try:
-        validate_ppo(cfg.agent, batch_size=steps_per_update)
+        _validate_agent(cfg, steps_per_update)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     _need(
@@ -190,6 +191,33 @@ def validate(cfg: TrainConfig) -> Resolved:
         "(minibatches are whole env sequences)",
     )
     return resolve(cfg)
+
+
+def _traced_hparams(agent: str) -> tuple[str, ...]:
+    if agent == "pqn":
+        from hordax.agents import pqn
+
+        return pqn.TRACED_HPARAMS
+    if agent == "pql":
+        from hordax.agents import pql
+
+        return pql.TRACED_HPARAMS
+    return TRACED_HPARAMS
+
+
+def _validate_agent(cfg: TrainConfig, steps_per_update: int) -> None:
+    """The agent's own checks (ValueError naming the key)."""
+    name = cfg.agent.name
+    if name == "pqn":
+        from hordax.agents.pqn import validate_pqn
+
+        validate_pqn(cfg.agent, batch_size=steps_per_update)
+    elif name == "pql":
+        from hordax.agents.pql import validate_pql
+
+        validate_pql(cfg.agent, cfg.trainer.num_envs, cfg.trainer.rollout_length)
+    else:
+        validate_ppo(cfg.agent, batch_size=steps_per_update)
 
 
 def resolve(cfg: TrainConfig) -> Resolved:

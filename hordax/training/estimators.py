@@ -46,3 +46,90 @@ def compute_gae(
 
     _, advantage = jax.lax.scan(backward, jnp.zeros_like(delta[0]), (delta, not_done), reverse=True)
     return advantage, advantage + value
+
+
+def compute_q_lambda(
+    reward: jax.Array,
+    next_q_max: jax.Array,
+    terminated: jax.Array,
+    truncated: jax.Array,
+    gamma: float,
+    q_lambda: float,
+) -> jax.Array:
+    """Peng's Q(lambda) returns over a rollout (PQN's targets).
+
+    ``G_t = r_t + gamma * (1 - term_t) * [(1 - lambda) max_a Q(s_{t+1}, a) + lambda G_{t+1}]``
+    inside an episode; at a truncation (and at the rollout's last step) the bracket is just
+    ``max_a Q(s_{t+1}, a)`` of the true next state (``final_observation``); at a termination
+    ``G_t = r_t``.
+
+    Args:
+        reward: ``f32[T, B]``.
+        next_q_max: ``f32[T, B]`` ``max_a Q(s_{t+1}, a)`` with ``s_{t+1}`` = the rollout's
+            ``next_obs`` (the pre-reset observation at episode ends).
+        terminated, truncated: ``bool[T, B]``.
+        gamma, q_lambda: discount and trace parameter (may be traced scalars).
+
+    Returns:
+        ``f32[T, B]`` targets.
+    """
+    not_terminated = 1.0 - terminated.astype(jnp.float32)
+    not_done = 1.0 - jnp.logical_or(terminated, truncated).astype(jnp.float32)
+
+    def backward(next_return: jax.Array, xs: tuple) -> tuple[jax.Array, jax.Array]:
+        r, q, nt, nd = xs
+        mix = q_lambda * nd  # the trace continues only inside an episode
+        g = r + gamma * nt * ((1.0 - mix) * q + mix * next_return)
+        return g, g
+
+    # At the last step the carry equals q there, so the bracket is max Q(s_T) exactly.
+    _, returns = jax.lax.scan(
+        backward,
+        next_q_max[-1],
+        (reward, next_q_max, not_terminated, not_done),
+        reverse=True,
+    )
+    return returns
+
+
+def compute_n_step(
+    reward: jax.Array, terminated: jax.Array, truncated: jax.Array, gamma: float, n: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """n-step returns inside a rollout window, for transitions stored in a replay buffer.
+
+    From step ``t`` the window runs over ``t, t+1, ...`` and stops after ``n`` steps, at the
+    rollout's last step, at a truncation (bootstrap from that step's ``final_observation``)
+    or at a termination (no bootstrap). The target is then
+    ``G_t + discount_t * Q(next_obs[last_t], .)``.
+
+    Args:
+        reward, terminated, truncated: ``[T, B]``.
+        gamma: discount; ``n``: static window length (>= 1).
+
+    Returns:
+        ``(G, discount, last)``: ``f32[T, B]`` discounted reward sums, ``f32[T, B]``
+        bootstrap discounts (``gamma**k`` for ``k`` steps taken, 0 after a termination) and
+        ``i32[T, B]`` the step whose ``next_obs`` is the bootstrap observation.
+    """
+    T = reward.shape[0]
+    term = terminated.astype(bool)
+    done = jnp.logical_or(term, truncated.astype(bool))
+    t_idx = jnp.arange(T)[:, None] * jnp.ones_like(reward, dtype=jnp.int32)
+    ret = jnp.zeros_like(reward, dtype=jnp.float32)
+    disc = jnp.ones_like(reward, dtype=jnp.float32)
+    last = t_idx
+    alive = jnp.ones_like(term)  # the window of row t still collects rewards
+    ended_by_term = jnp.zeros_like(term)
+    for k in range(n):  # n is static and small
+        idx = jnp.minimum(t_idx + k, T - 1)
+        valid = alive & (t_idx + k <= T - 1)
+        r_k = jnp.take_along_axis(reward, idx, axis=0)
+        ret = ret + jnp.where(valid, disc * r_k, 0.0)
+        disc = jnp.where(valid, disc * gamma, disc)
+        last = jnp.where(valid, idx, last)
+        term_k = jnp.take_along_axis(term, idx, axis=0)
+        done_k = jnp.take_along_axis(done, idx, axis=0)
+        ended_by_term = ended_by_term | (valid & term_k)
+        alive = valid & ~done_k
+    discount = jnp.where(ended_by_term, 0.0, disc)
+    return ret.astype(jnp.float32), discount.astype(jnp.float32), last.astype(jnp.int32)

@@ -170,6 +170,8 @@ def make_programs(cfg: TrainConfig, trainer: OnPolicyTrainer, resolved: Resolved
 
     abstract = jax.eval_shape(init_fn, *init_args)
     shardings = sharding.train_state_shardings(abstract, mesh, cfg.trainer.num_envs, is_pop)
+    if hasattr(abstract, "buffer"):  # off-policy replay buffer: replicated over "data"
+        shardings = shardings.replace(buffer=sharding.replicated(mesh, abstract.buffer, is_pop))
     return Programs(
         mesh=mesh,
         abstract=abstract,
@@ -178,6 +180,19 @@ def make_programs(cfg: TrainConfig, trainer: OnPolicyTrainer, resolved: Resolved
         init_args=init_args,
         chunk=jax.jit(chunk_fn, in_shardings=(shardings,), out_shardings=(shardings, None)),
     )
+
+
+def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved) -> Any:
+    """The trainer for ``cfg.agent.name``: PPO (on-policy), PQN or PQL."""
+    if cfg.agent.name == "pqn":
+        from hordax.training.pqn import PQNTrainer
+
+        return PQNTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
+    if cfg.agent.name == "pql":
+        from hordax.training.off_policy import PQLTrainer
+
+        return PQLTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
+    return OnPolicyTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
 
 
 def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved) -> dict:
@@ -192,7 +207,7 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     run_dir = cfg.run_dir or None
     size = cfg.population.size
     is_pop = size > 1
-    trainer = OnPolicyTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
+    trainer = make_trainer(cfg, env, env_params, resolved)
     t_start = time.perf_counter()
 
     progs = make_programs(cfg, trainer, resolved)

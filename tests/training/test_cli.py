@@ -31,7 +31,7 @@ SUMMARY_KEYS = {
 BAD_INPUT = [
     (["env=Nope-v0"], "env='Nope-v0' is not a registered environment"),
     (["env=CartPol-v1"], "did you mean CartPole-v1"),
-    (["agent=sac"], "agent=sac: allowed values are ['ensemble', 'ppo']"),
+    (["agent=sac"], "agent=sac: allowed values are ['ensemble', 'ppo', 'pql', 'pqn']"),
     (["logger=x"], "logger=x: allowed values are ['stdout', 'wandb']"),
     (["trainer.num_envs=0"], "trainer.num_envs=0: must be an integer >= 1"),
     (["agent.learning_rate=-0.1"], "agent.learning_rate=-0.1: must be a finite number > 0"),

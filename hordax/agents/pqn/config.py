@@ -1,0 +1,109 @@
+"""PQN hyperparameters (the hydra schema of ``configs/agent/pqn.yaml``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class QNetworkConfig:
+    """MLP Q-network: Dense -> LayerNorm -> activation per hidden layer."""
+
+    hidden_sizes: list[int] = field(default_factory=lambda: [128, 128])
+    """Dense layer widths (>= 1 layer)."""
+    activation: str = "relu"
+    """One of tanh, relu, swish, gelu, elu."""
+    layer_norm: bool = True
+    """LayerNorm after every hidden dense layer (PQN's stabilizer; no target network)."""
+
+
+@dataclass
+class PQNConfig:
+    """Parallelised Q-Network: online Peng's Q(lambda), no replay, no target network."""
+
+    name: str = "pqn"
+    learning_rate: float = 1e-4
+    """Adam step size (linear decay to 0 when anneal_lr)."""
+    anneal_lr: bool = False
+    """Linear learning-rate decay to 0 over the run."""
+    gamma: float = 0.99
+    """Discount in [0, 1]."""
+    q_lambda: float = 0.65
+    """Trace parameter of the Q(lambda) targets, in [0, 1]."""
+    epsilon_start: float = 1.0
+    """Exploration rate at the first update (epsilon-greedy)."""
+    epsilon_finish: float = 0.05
+    """Exploration rate after the decay."""
+    epsilon_decay: float = 0.1
+    """Fraction of the run's updates over which epsilon decays linearly, in (0, 1]."""
+    max_grad_norm: float = 10.0
+    """Global gradient-norm clip (> 0)."""
+    num_epochs: int = 2
+    """Passes over each rollout batch."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide num_envs * rollout_length."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this in the targets (> 0)."""
+    normalize_obs: bool = False
+    """Running observation normalization (statistics saved with the agent)."""
+    network: QNetworkConfig = field(default_factory=QNetworkConfig)
+
+
+def validate_pqn(cfg: PQNConfig, batch_size: int | None = None) -> None:
+    """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
+    from hordax.agents.networks import ACTIVATIONS
+
+    def need(ok: bool, key: str, value: object, allowed: str) -> None:
+        if not ok:
+            raise ValueError(f"agent.{key}={value}: {allowed}")
+
+    fin = math.isfinite
+    need(
+        fin(cfg.learning_rate) and cfg.learning_rate > 0,
+        "learning_rate",
+        cfg.learning_rate,
+        "must be a finite number > 0",
+    )
+    need(0.0 <= cfg.gamma <= 1.0, "gamma", cfg.gamma, "must be in [0, 1]")
+    need(0.0 <= cfg.q_lambda <= 1.0, "q_lambda", cfg.q_lambda, "must be in [0, 1]")
+    for k in ("epsilon_start", "epsilon_finish"):
+        v = getattr(cfg, k)
+        need(0.0 <= v <= 1.0, k, v, "must be in [0, 1]")
+    need(0.0 < cfg.epsilon_decay <= 1.0, "epsilon_decay", cfg.epsilon_decay, "must be in (0, 1]")
+    need(
+        fin(cfg.max_grad_norm) and cfg.max_grad_norm > 0,
+        "max_grad_norm",
+        cfg.max_grad_norm,
+        "must be > 0",
+    )
+    need(
+        fin(cfg.reward_scale) and cfg.reward_scale > 0,
+        "reward_scale",
+        cfg.reward_scale,
+        "must be > 0",
+    )
+    need(cfg.num_epochs >= 1, "num_epochs", cfg.num_epochs, "must be an integer >= 1")
+    need(
+        cfg.num_minibatches >= 1, "num_minibatches", cfg.num_minibatches, "must be an integer >= 1"
+    )
+    if batch_size is not None:
+        need(
+            batch_size % cfg.num_minibatches == 0,
+            "num_minibatches",
+            cfg.num_minibatches,
+            f"must divide the batch num_envs * rollout_length = {batch_size}",
+        )
+    net = cfg.network
+    need(
+        bool(net.hidden_sizes) and all(int(h) >= 1 for h in net.hidden_sizes),
+        "network.hidden_sizes",
+        list(net.hidden_sizes),
+        "need >= 1 layer, each >= 1",
+    )
+    need(
+        net.activation in ACTIVATIONS,
+        "network.activation",
+        repr(net.activation),
+        f"allowed values are {sorted(ACTIVATIONS)}",
+    )

@@ -1,0 +1,300 @@
+"""PQL's synchronous trainer: n-step targets vs a Python loop, the replay buffer, mixed
+exploration, the exact update schedule, bad configs and a short learning run."""
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hordax.agents.pql import PQLConfig, exploration_stds
+from hordax.envs.registry import make
+from hordax.training import replay
+from hordax.training.config import ConfigError, OnPolicyTrainerConfig, TrainConfig, validate
+from hordax.training.estimators import compute_n_step
+from hordax.training.off_policy import PQLTrainer, n_step_transitions
+from hordax.training.rollout import Transition
+
+
+def n_step_reference(reward, terminated, truncated, gamma, n):
+    """The n-step window of every (t, b), walked step by step."""
+    T, B = reward.shape
+    G, disc, last = np.zeros((T, B)), np.zeros((T, B)), np.zeros((T, B), int)
+    for b in range(B):
+        for t in range(T):
+            g, k = 0.0, 0
+            while True:
+                g += gamma**k * reward[t + k, b]
+                if terminated[t + k, b]:
+                    G[t, b], disc[t, b], last[t, b] = g, 0.0, t + k
+                    break
+                if truncated[t + k, b] or k + 1 == n or t + k == T - 1:
+                    G[t, b], disc[t, b], last[t, b] = g, gamma ** (k + 1), t + k
+                    break
+                k += 1
+    return G, disc, last
+
+
+@pytest.mark.parametrize("n,gamma", [(3, 0.99), (1, 0.9), (5, 0.95)])
+def test_n_step__matches_python_loop_with_truncation_and_termination(n, gamma):
+    rng = np.random.default_rng(0)
+    T, B = 11, 4
+    reward = rng.normal(size=(T, B)).astype(np.float32)
+    terminated = rng.random((T, B)) < 0.1
+    truncated = (rng.random((T, B)) < 0.1) & ~terminated
+    terminated[:, 0], truncated[:, 0] = False, False
+    terminated[4, 0], truncated[7, 0] = True, True  # both inside env 0's windows
+    got = compute_n_step(jnp.asarray(reward), terminated, truncated, gamma, n)
+    want = n_step_reference(reward, terminated, truncated, gamma, n)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
+    if n == 3:  # spot checks on env 0
+        G, disc, last = (np.asarray(x)[:, 0] for x in got)
+        assert disc[2] == 0.0 and last[2] == 4  # window 2..4 ends in the termination
+        assert np.isclose(disc[6], gamma**2) and last[6] == 7  # truncation: bootstrap at 7
+        assert np.isclose(disc[0], gamma**3) and last[0] == 2  # a full window
+
+
+def test_n_step_transitions__bootstrap_from_final_observation():
+    """The bootstrap observation is next_obs (final_observation) of the window's last step."""
+    T, B, n = 6, 2, 3
+    next_obs = jnp.arange(T * B, dtype=jnp.float32).reshape(T, B, 1) + 100.0
+    term = jnp.zeros((T, B), bool).at[1, 0].set(True)
+    trunc = jnp.zeros((T, B), bool).at[3, 1].set(True)
+    tr = Transition(
+        obs=jnp.zeros((T, B, 1)),
+        action=jnp.zeros((T, B, 1)),
+        reward=jnp.ones((T, B)),
+        terminated=term,
+        truncated=trunc,
+        next_obs=next_obs,
+        extras={"unit_action": jnp.zeros((T, B, 1))},
+        info={},
+    )
+    rows = n_step_transitions(tr, 0.5, n)
+    boot = np.asarray(rows.next_obs).reshape(T, B)
+    _, _, last = n_step_reference(np.ones((T, B)), np.asarray(term), np.asarray(trunc), 0.5, n)
+    np.testing.assert_array_equal(boot, np.asarray(next_obs)[last, np.arange(B)[None], 0])
+    assert boot[2, 1] == next_obs[3, 1, 0]  # truncated at step 3: its final observation
+    np.testing.assert_allclose(
+        np.asarray(rows.reward).reshape(T, B)[:, 1], [1.75] * 2 + [1.5, 1, 1.5, 1]
+    )
+
+
+def test_replay__wraps_around_and_never_samples_stale_or_unwritten_rows():
+    buf = replay.init_buffer({"id": jnp.int32(0)}, capacity=10)
+    buf = replay.add(buf, {"id": jnp.arange(1, 5, dtype=jnp.int32)})  # ids 1..4
+    assert int(buf.size) == 4 and int(buf.ptr) == 4
+    ids = np.asarray(replay.sample(buf, jax.random.key(0), 2000)["id"])
+    assert set(ids.tolist()) == {1, 2, 3, 4}  # never an unwritten (zero) slot
+    for start in (5, 11):  # ids 5..10, then 11..16 wrap around
+        buf = replay.add(buf, {"id": jnp.arange(start, start + 6, dtype=jnp.int32)})
+    assert int(buf.size) == 10 and int(buf.ptr) == 6
+    np.testing.assert_array_equal(np.asarray(buf.data["id"]), [11, 12, 13, 14, 15, 16, 7, 8, 9, 10])
+    ids = np.asarray(replay.sample(buf, jax.random.key(1), 5000)["id"])
+    assert set(ids.tolist()) == set(range(7, 17))  # exactly the newest 10 rows
+    with pytest.raises(ValueError, match="capacity 10"):
+        replay.add(buf, {"id": jnp.zeros(11, jnp.int32)})
+
+
+def test_mixed_exploration__stds_linear_over_env_index():
+    np.testing.assert_allclose(exploration_stds(5, 0.05, 0.85), [0.05, 0.25, 0.45, 0.65, 0.85])
+    trainer, _ = _tiny()
+    state = trainer.init(jax.random.key(0)).agent.replace(update=jnp.int32(1))  # past warm-up
+    obs = jnp.zeros((8, 3))
+    keys = jax.random.split(jax.random.key(1), 4000)
+    mean = trainer.agent.act_greedy(state, obs) / 2.0  # Pendulum bounds are +-2
+    units = jax.vmap(lambda k: trainer.agent.act(state, obs, k)[1]["unit_action"])(keys)
+    # Noise std per env (clipping to [-1, 1] shrinks the widest ones a little).
+    std = np.asarray(jnp.std(units - mean[None], axis=0))[:, 0]
+    want = np.linspace(0.05, 0.5, 8)
+    np.testing.assert_allclose(std, want, rtol=0.08)
+
+
+@functools.cache
+def _tiny(beta_av=1.5, beta_pv=3, rollout_length=4, num_envs=4):
+    acfg = PQLConfig(
+        batch_size=16,
+        buffer_size=64,
+        beta_av=beta_av,
+        beta_pv=beta_pv,
+        sigma_max=0.5,
+        hidden_sizes=[16],
+    )
+    tcfg = OnPolicyTrainerConfig(
+        num_envs=num_envs, rollout_length=rollout_length, total_env_steps=5 * 16, num_chunks=1
+    )
+    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
+    env, params = make("Pendulum-v1")
+    return PQLTrainer(tcfg, acfg, env, params, resolved), resolved
+
+
+def test_schedule__performs_exactly_the_configured_updates():
+    """beta_av=1.5, T=4 -> 6 critic updates per trainer update; beta_pv=3 -> 2 actor."""
+    trainer, resolved = _tiny()
+    assert resolved.num_updates == 5
+    state, m = jax.jit(trainer.train)(jax.random.key(0))
+    assert int(state.agent.critic_updates) == 5 * 6
+    assert int(state.agent.actor_updates) == 5 * 2
+    np.testing.assert_array_equal(m["critic_updates"], [6, 12, 18, 24, 30])
+    np.testing.assert_array_equal(m["buffer_size"], [16, 32, 48, 64, 64])  # then wraps
+    assert int(state.buffer.ptr) == (5 * 16) % 64
+    assert not any(bool(np.any(v)) for k, v in m.items() if k.startswith("nonfinite/"))
+    # The critic moved, and its Polyak target trails it.
+    p = state.agent.params
+    diff = jax.tree.map(
+        lambda a, b: float(jnp.max(jnp.abs(a - b))), p["critic"], p["critic_target"]
+    )
+    assert max(jax.tree.leaves(diff)) > 0
+
+
+@pytest.mark.parametrize(
+    "agent,trainer,message",
+    [
+        ({"beta_av": 0.0}, {}, "agent.beta_av=0.0: must be > 0"),
+        ({"beta_pv": 0}, {}, "agent.beta_pv=0: must be an integer >= 1 (> 0)"),
+        ({"beta_av": 0.3}, {}, "agent.beta_av=0.3: beta_av * trainer.rollout_length = 1.2"),
+        ({"beta_av": 1.0, "beta_pv": 3}, {}, "agent.beta_pv=3: must divide the critic updates"),
+        ({"batch_size": 128, "buffer_size": 64}, {}, "agent.batch_size=128: must be <= agent.buf"),
+        ({"n_step": 5}, {}, "agent.n_step=5: must be <= trainer.rollout_length=4"),
+        ({"buffer_size": 8}, {}, "agent.buffer_size=8: must hold one rollout"),
+    ],
+)
+def test_validate__bad_pql_config_names_the_key(agent, trainer, message):
+    acfg = PQLConfig(**{"batch_size": 16, "buffer_size": 64, **agent})
+    tcfg = OnPolicyTrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, **trainer)
+    with pytest.raises(ConfigError) as e:
+        validate(TrainConfig(agent=acfg, trainer=tcfg))
+    assert message in str(e.value)
+
+
+def test_cli__pql_bad_config_and_short_run(tmp_path):
+    """One-line errors from `hordax train agent=pql ...`; a short run prints the JSON line
+    and checkpoints; resuming from its first checkpoint reproduces its parameters."""
+    env = {**os.environ}
+    env.pop("XLA_FLAGS", None)
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "hordax.training.cli", "train", "progress=false", *a],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    bad = run("env=Pendulum-v1", "agent=pql", "agent.n_step=9")
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        "hordax: error: agent.n_step=9: must be <= trainer.rollout_length=4 "
+        "(windows stay in one rollout)"
+    )
+    ok = run(
+        "env=Pendulum-v1",
+        "agent=pql",
+        "trainer.total_env_steps=512",
+        "trainer.num_chunks=2",
+        "agent.hidden_sizes=[16]",
+        "checkpoint.every=1",
+    )
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    summary = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert summary["agent"] == "pql" and summary["env_steps"] == 512
+    ckpts = os.path.join(summary["run_dir"], "checkpoints")
+    assert sorted(os.listdir(ckpts)) == ["1", "2", "meta.json"]
+    # Resume from chunk 1 (replay buffer included in the checkpoint): bit-identical result.
+    shutil.rmtree(os.path.join(ckpts, "2"))
+    again = run(f"resume={summary['run_dir']}")
+    assert again.returncode == 0, again.stderr[-2000:]
+    resumed = json.loads(again.stdout.strip().splitlines()[-1])
+    assert resumed["resumed_from_chunk"] == 1
+    assert resumed["params_checksum"] == summary["params_checksum"]
+
+
+def projection_reference(probs, reward, discount, support):
+    """C51's projection written with floor/ceil, one sample and one atom at a time."""
+    B, K = probs.shape
+    v_min, v_max = support[0], support[-1]
+    dz = (v_max - v_min) / (K - 1)
+    out = np.zeros((B, K))
+    for b in range(B):
+        for j in range(K):
+            tz = min(max(reward[b] + discount[b] * support[j], v_min), v_max)
+            pos = (tz - v_min) / dz
+            lo, hi = int(np.floor(pos)), int(np.ceil(pos))
+            if lo == hi:
+                out[b, lo] += probs[b, j]
+            else:
+                out[b, lo] += probs[b, j] * (hi - pos)
+                out[b, hi] += probs[b, j] * (pos - lo)
+    return out
+
+
+def test_distributional__projection_matches_c51_loop():
+    from hordax.agents.pql import categorical_projection
+
+    rng = np.random.default_rng(3)
+    support = np.linspace(-10, 10, 51).astype(np.float32)
+    probs = rng.dirichlet(np.ones(51), size=6).astype(np.float32)
+    reward = np.array([0.0, 1.3, -25.0, 25.0, -0.37, 4.0], np.float32)  # incl. clipped
+    discount = np.array([0.99**3, 0.9, 0.5, 1.0, 0.0, 0.97], np.float32)  # incl. terminal
+    got = categorical_projection(probs, reward, discount, support)
+    np.testing.assert_allclose(
+        got, projection_reference(probs, reward, discount, support), atol=1e-5
+    )
+    np.testing.assert_allclose(np.asarray(got).sum(-1), 1.0, atol=1e-5)
+
+
+def test_distributional__critic_and_actor_updates_run_and_learn_a_constant():
+    """PQL-D: 51-atom critics fit a constant n-step target (reward 1, terminal) and the
+    actor step runs; everything stays finite."""
+    from hordax.agents.pql import CriticBatch, make_agent
+
+    env, params = make("Pendulum-v1")
+    cfg = PQLConfig(distributional=True, hidden_sizes=[32], critic_lr=3e-3, max_grad_norm=10.0)
+    agent = make_agent(cfg, (3,), env.action_space(params))
+    state = agent.init(jax.random.key(0))
+    obs = jax.random.normal(jax.random.key(1), (64, 3))
+    batch = CriticBatch(obs, jnp.zeros((64, 1)), jnp.ones(64), obs, jnp.zeros(64))
+
+    @jax.jit
+    def step(st, k):
+        st, m = agent.critic_update(st, batch, k)
+        st, am = agent.actor_update(st, obs)
+        return st, (m["q"], am["actor_loss"])
+
+    for k in jax.random.split(jax.random.key(2), 150):
+        state, (q, actor_loss) = step(state, k)
+    assert abs(float(q) - 1.0) < 0.1, float(q)  # expected value of critic 1 at the target
+    assert np.isfinite(float(actor_loss)) and int(state.actor_updates) == 150
+
+
+@pytest.mark.slow
+def test_pql__learns_pendulum():
+    """Half of configs/tuned/Pendulum-v1_pql.yaml's budget (51k steps): the mean training
+    return (exploration noise included) of the last fifth is >= -250."""
+    acfg = PQLConfig(
+        batch_size=256,
+        buffer_size=100_000,
+        beta_av=8.0,
+        beta_pv=2,
+        reward_scale=0.1,
+        sigma_max=0.4,
+        normalize_obs=False,
+        hidden_sizes=[128, 128],
+    )
+    tcfg = OnPolicyTrainerConfig(
+        num_envs=32, rollout_length=4, total_env_steps=51_200, num_chunks=5
+    )
+    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
+    env, params = make("Pendulum-v1")
+    trainer = PQLTrainer(tcfg, acfg, env, params, resolved)
+    state, m = jax.jit(trainer.train)(jax.random.key(0))
+    tail = slice(-resolved.chunk_updates, None)
+    ret = float(m["episode_return_sum"][tail].sum() / m["episode_count"][tail].sum())
+    assert ret >= -250, ret
+    assert int(state.agent.critic_updates) == resolved.num_updates * 32
