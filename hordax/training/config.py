@@ -114,6 +114,7 @@ def validate(cfg: TrainConfig) -> Resolved:
     """Check ranges and relations on the host; return the derived sizes."""
     _need(cfg.agent.name in AGENTS, "agent", cfg.agent.name, f"allowed values are {list(AGENTS)}")
     tr = cfg.trainer
+    rnn_size = int(getattr(getattr(cfg.agent, "network", None), "rnn_size", 0))  # PPO's GRU
     _need(tr.num_envs >= 1, "trainer.num_envs", tr.num_envs, "must be an integer >= 1")
     _need(
         tr.rollout_length >= 1,
@@ -162,9 +163,9 @@ def validate(cfg: TrainConfig) -> Resolved:
         "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
     )
     _need(
-        not cfg.ensemble.enabled or int(cfg.agent.network.rnn_size) == 0,
+        not cfg.ensemble.enabled or rnn_size == 0,
         "agent.network.rnn_size",
-        cfg.agent.network.rnn_size,
+        rnn_size,
         "agent=ensemble combines feed-forward PPO members only (rnn_size=0)",
     )
     _need(
@@ -184,7 +185,7 @@ def validate(cfg: TrainConfig) -> Resolved:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     _need(
-        cfg.agent.network.rnn_size == 0 or tr.num_envs % cfg.agent.num_minibatches == 0,
+        rnn_size == 0 or tr.num_envs % cfg.agent.num_minibatches == 0,
         "agent.num_minibatches",
         cfg.agent.num_minibatches,
         f"must divide trainer.num_envs = {tr.num_envs} with a recurrent network "

@@ -231,7 +231,7 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     compile_s = time.perf_counter() - t_start
 
     logger = make_logger(cfg.logger, run_dir, cfg)
-    metrics_file = _open_metrics(run_dir, start_chunk)
+    metrics_file, row = _open_metrics(run_dir, start_chunk)
     steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
     bar = tqdm(
         total=resolved.env_steps,
@@ -243,7 +243,6 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
         desc=f"{cfg.env.id} {cfg.agent.name}" + (f" x{size}" if is_pop else ""),
     )
     t_run = time.perf_counter()
-    row: dict[str, Any] = {}
     try:
         for c in range(start_chunk, resolved.num_chunks):
             state, metrics = chunk(state)
@@ -325,11 +324,12 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     return summary
 
 
-def _open_metrics(run_dir: str | None, start_chunk: int):
-    """``metrics.jsonl`` for appending; on resume, rows past the checkpoint are dropped
-    (a killed run may have logged chunks it never checkpointed)."""
+def _open_metrics(run_dir: str | None, start_chunk: int) -> tuple[Any, dict]:
+    """``(metrics.jsonl open for appending, last kept row)``; on resume, rows past the
+    checkpoint are dropped (a killed run may have logged chunks it never checkpointed), and
+    the last kept row stands for a run resumed after its final chunk."""
     if not run_dir:
-        return None
+        return None, {}
     path = os.path.join(run_dir, "metrics.jsonl")
     rows: list[str] = []
     if start_chunk and os.path.isfile(path):
@@ -337,4 +337,4 @@ def _open_metrics(run_dir: str | None, start_chunk: int):
             rows = [r for r in f if r.strip() and json.loads(r)["chunk"] < start_chunk]
     f = open(path, "w")  # noqa: SIM115 (closed by the caller)
     f.writelines(rows)
-    return f
+    return f, (json.loads(rows[-1]) if rows else {})

@@ -155,6 +155,11 @@ def test_resume__incompatible_config_names_the_difference(uninterrupted):
     assert "agent.network.hidden_sizes=[64, 64] in the checkpoint, [32, 32] now" in proc.stderr
     assert _committed_steps(run_dir) == [47, 48], "a refused resume must not touch the run"
     assert (run_dir / "config.yaml").read_text() == config
+    # Resuming a run whose last chunk is checkpointed reports that run's result.
+    again = _cli([f"resume={run_dir}"], run_dir.parent)
+    assert again["resumed_from_chunk"] == 48
+    assert again["params_checksum"] == uninterrupted["params_checksum"]
+    assert again["final_return"] == pytest.approx(uninterrupted["final_return"])
 
 
 class NaNAtTime40(PointMass):
