@@ -4,3 +4,5 @@ from hordax.envs.registry import register
 
 register("Debug-PointMass-v0", "hordax.envs.debug.point_mass:PointMass")
 register("Debug-MultiPointMass-v0", "hordax.envs.debug.multi_point_mass:MultiPointMass")
+register("Aerial-Hover-v0", "hordax.envs.aerial.hover:Hover")
+register("Aerial-Track-v0", "hordax.envs.aerial.track:Track")

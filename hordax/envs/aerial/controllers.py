@@ -9,7 +9,9 @@ The family follows Aerial Gym's ``lee_*_control`` controllers (Lee, Leok, McClam
   ``F . (R e_z)`` (the force's projection on the current thrust axis);
 - inner loop: ``e_R = 1/2 (R_d^T R - R^T R_d)^v``, ``e_w = w - R^T R_d w_d`` and
   ``M = J (-k_rot e_R - k_angvel e_w) + w x J w``;
-- motor thrusts solve the allocation matrix for (collective, M), clamped to the limits.
+- motor thrusts solve the allocation matrix for (collective, M) with yaw given the lowest
+  priority (:func:`mix`: the yaw part is scaled down until no motor leaves its limits,
+  as PX4's mixer does); then clamped to the limits.
 
 Gains (:class:`ControllerParams`) are *normalized*: ``k_pos``/``k_vel`` are accelerations
 per m and per m/s (Aerial Gym's ``K_pos``/``K_vel`` are already mass-normalized); the
@@ -56,7 +58,7 @@ from flax import struct
 from hordax.envs.aerial.dynamics import (
     QuadParams,
     QuadState,
-    motor_thrusts_for_wrench,
+    allocation_matrix,
     quat_from_euler,
     quat_to_euler,
     quat_to_rotmat,
@@ -65,6 +67,7 @@ from hordax.envs.aerial.dynamics import (
 KINDS = ("position", "velocity", "acceleration", "attitude", "rates", "motors")
 
 _EZ = jnp.array([0.0, 0.0, 1.0], jnp.float32)
+MAX_YAW_ERROR = math.pi / 6  # rad, see acceleration_control
 
 
 @struct.dataclass
@@ -121,6 +124,25 @@ def aerial_gym_gains(quad: QuadParams) -> ControllerParams:
 # building blocks
 
 
+def mix(collective: jax.Array, torque: jax.Array, quad: QuadParams) -> jax.Array:
+    """Motor thrusts ``f32[4]`` for ``(collective, torque[3])``, yaw torque lowest priority.
+
+    ``f = f_base + s f_yaw`` where ``f_base`` produces (collective, roll, pitch) and
+    ``f_yaw`` the yaw torque; ``s in [0, 1]`` is the largest scale keeping every motor in
+    ``[thrust_min, thrust_max]`` (if ``f_base`` itself is outside, ``s = 0``); the result
+    is clamped to the limits. Without saturation this is the exact allocation inverse.
+    """
+    inv = jnp.linalg.inv(allocation_matrix(quad))
+    f_base = inv[:, :3] @ jnp.concatenate([jnp.reshape(collective, (1,)), torque[:2]])
+    f_yaw = inv[:, 3] * torque[2]
+    lo, hi = quad.thrust_min, quad.thrust_max
+    room = jnp.where(f_yaw > 0, hi - f_base, lo - f_base)
+    safe = jnp.where(f_yaw == 0, 1.0, f_yaw)
+    ratio = jnp.where(f_yaw == 0, jnp.inf, room / safe)
+    scale = jnp.clip(jnp.min(ratio), 0.0, 1.0)
+    return jnp.clip(f_base + scale * f_yaw, lo, hi)
+
+
 def _vee(m: jax.Array) -> jax.Array:
     return jnp.stack([m[2, 1], m[0, 2], m[1, 0]])
 
@@ -166,7 +188,13 @@ def acceleration_control(
 
     The desired force ``F = m (acc_d + g e_z)`` is limited to a tilt of ``max_tilt`` from
     vertical (its vertical part kept >= 0.1 m g) before the attitude is derived from it.
+    The yaw setpoint is taken at most ``MAX_YAW_ERROR`` (pi/6) from the current yaw: Lee's
+    ``e_R`` mixes tilt and yaw, and a yaw error near pi starves the tilt correction (the
+    Crazyflie drifted into the ground when told to turn by ~2.7 rad at once).
     """
+    yaw_now = quat_to_euler(state.quat)[2]
+    yaw_err = jnp.arctan2(jnp.sin(yaw_d - yaw_now), jnp.cos(yaw_d - yaw_now))
+    yaw_d = yaw_now + jnp.clip(yaw_err, -MAX_YAW_ERROR, MAX_YAW_ERROR)
     force = quad.mass * (acc_d + quad.gravity * _EZ)
     fz = jnp.maximum(force[2], 0.1 * quad.mass * quad.gravity)
     horiz = force[:2]
@@ -178,7 +206,7 @@ def acceleration_control(
     rot = quat_to_rotmat(state.quat)
     collective = jnp.maximum(force @ rot[:, 2], 0.0)
     torque = attitude_torque(state, rot_d, jnp.stack([0.0, 0.0, yaw_rate_d]), quad, gains)
-    return motor_thrusts_for_wrench(collective, torque, quad)
+    return mix(collective, torque, quad)
 
 
 def position_control(
@@ -223,7 +251,7 @@ def attitude_control(
     yaw = quat_to_euler(state.quat)[2]
     rot_d = quat_to_rotmat(quat_from_euler(roll, pitch, yaw))
     torque = attitude_torque(state, rot_d, jnp.stack([0.0, 0.0, yaw_rate]), quad, gains)
-    return motor_thrusts_for_wrench(collective, torque, quad)
+    return mix(collective, torque, quad)
 
 
 def rates_control(
@@ -239,7 +267,7 @@ def rates_control(
     """
     gyro = jnp.cross(state.omega, quad.inertia * state.omega)
     torque = quad.inertia * (-gains.k_angvel * (state.omega - rates)) + gyro
-    return motor_thrusts_for_wrench(collective, torque, quad)
+    return mix(collective, torque, quad)
 
 
 # --------------------------------------------------------------------------------------------
