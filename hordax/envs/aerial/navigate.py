@@ -77,7 +77,8 @@ class Navigate(Environment[NavigateState, NavigateParams]):
 
     - constructor (static): ``controller`` (default ``"velocity"``, as Aerial Gym's
       navigation task), ``airframe``, ``max_obstacles`` (slots, default 12), camera
-      ``height, width`` (default 32 x 48; allowed 16 x 24 .. 135 x 240), ``hfov_deg`` (87).
+      ``height, width`` (default 32 x 48; allowed 16 x 24 .. 135 x 240), ``hfov_deg`` (87),
+      ``camera_noise`` (default False; True applies ``params.depth_noise``/``depth_dropout``).
     - scene per episode: room ``[0, L] x [-W/2, W/2] x [0, H]``; each of the first
       ``params.num_obstacles`` slots is a sphere (r 0.3-0.6 m), a floor-to-ceiling cylinder
       (r 0.15-0.35 m) or a box (half extents 0.2-0.5 m), centred in ``x in [2, L - 2]``.
@@ -104,6 +105,7 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         height: int = 32,
         width: int = 48,
         hfov_deg: float = 87.0,
+        camera_noise: bool = False,
     ):
         super().__init__()
         self.controller = common.check_controller(controller)
@@ -117,6 +119,9 @@ class Navigate(Environment[NavigateState, NavigateParams]):
             raise ValueError(f"hfov_deg={hfov_deg}: must be in [10, 170]")
         self.hfov = math.radians(float(hfov_deg))
         self._dirs = np.asarray(cam.ray_directions(self.height, self.width, self.hfov))
+        # Static so that a noise-free camera compiles no per-pixel random numbers (threefry
+        # over H x W pixels dominates the compile time of a small env step on CPU).
+        self.camera_noise = bool(camera_noise)
 
     @property
     def name(self) -> str:
@@ -225,6 +230,8 @@ class Navigate(Environment[NavigateState, NavigateParams]):
             params.min_range,
             params.max_range,
         )
+        if not self.camera_noise:
+            return clean
         return cam.corrupt(key, clean, params.depth_noise, params.depth_dropout)
 
     def observe(self, key: jax.Array, state: NavigateState, action: Any, params):
@@ -273,6 +280,11 @@ class Navigate(Environment[NavigateState, NavigateParams]):
             v = np.asarray(getattr(params, name), np.float64)
             if np.any(v < 0) or (name == "depth_dropout" and np.any(v > 1)):
                 raise ValueError(f"params.{name}={v.tolist()}: must be >= 0 (dropout <= 1)")
+            if np.any(v > 0) and not self.camera_noise:
+                raise ValueError(
+                    f"params.{name}={v.tolist()}: needs an env built with camera_noise=True "
+                    "(a static switch: without it the camera is noise-free)"
+                )
 
     def render(self, state: NavigateState, params: NavigateParams) -> np.ndarray:
         from hordax.envs.aerial.render import render_scene
