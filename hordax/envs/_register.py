@@ -7,3 +7,4 @@ register("Debug-MultiPointMass-v0", "hordax.envs.debug.multi_point_mass:MultiPoi
 register("Aerial-Hover-v0", "hordax.envs.aerial.hover:Hover")
 register("Aerial-Track-v0", "hordax.envs.aerial.track:Track")
 register("Aerial-Navigate-v0", "hordax.envs.aerial.navigate:Navigate")
+register("Aerial-MultiHover-v0", "hordax.envs.aerial.multi_hover:MultiHover")
