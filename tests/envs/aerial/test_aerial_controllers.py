@@ -219,20 +219,6 @@ def test_controllers__zero_action_hovers_or_holds(kind):
         assert drift < 0.02, f"{kind}: drift {drift:.4f} m"
 
 
-def test_controllers__batched_vmap_matches_single_and_jits_for_both_airframes():
-    """vmap over states and stacked (quad, gains) equals per-instance calls."""
-    quads = jax.tree.map(lambda a, b: jnp.stack([a, b]), *(q for q, _ in AIRFRAMES.values()))
-    gains = jax.tree.map(lambda a, b: jnp.stack([a, b]), *(g for _, g in AIRFRAMES.values()))
-    states = jax.vmap(lambda q: dyn.hover_state(q, START))(quads)
-    action = jnp.array([0.3, -0.2, 0.5, 0.1], jnp.float32)
-    for kind in ctl.KINDS:
-        fn = jax.jit(jax.vmap(functools.partial(ctl.motor_command, kind), (None, 0, 0, 0)))
-        batched = fn(action, states, quads, gains)
-        for i, (q, g) in enumerate(AIRFRAMES.values()):
-            single = ctl.motor_command(kind, action, dyn.hover_state(q, START), q, g)
-            np.testing.assert_allclose(batched[i], single, rtol=1e-5, atol=1e-7)
-
-
 def test_controllers__crazyflie_drag_gives_the_predicted_velocity_error():
     """With identified drag c = 0.0147 N/(m/s) and no integral term, a 1 m/s velocity
     command settles at v = m k_vel / (m k_vel + c) (force balance), within 1 %."""
