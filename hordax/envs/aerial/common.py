@@ -61,15 +61,17 @@ def spawn(
     ``U(-tilt, tilt)``, yaw ``U(-pi, pi)``; velocity and body rates ``U(-speed, speed)``,
     ``U(-rate, rate)`` per axis; motors at the hover thrust.
     """
-    k_pos, k_att, k_yaw, k_vel, k_rate = jax.random.split(key, 5)
-    pos = center + jax.random.uniform(k_pos, (3,), jnp.float32, -1.0, 1.0) * pos_range
-    rp = jax.random.uniform(k_att, (2,), jnp.float32, -1.0, 1.0) * tilt
-    yaw = jax.random.uniform(k_yaw, (), jnp.float32, -math.pi, math.pi)
+    # One draw for everything: each jax.random call compiles its own threefry graph, and
+    # those dominate the compile time of this small function on CPU.
+    u = jax.random.uniform(key, (12,), jnp.float32, -1.0, 1.0)
+    pos = center + u[0:3] * pos_range
+    rp = u[3:5] * tilt
+    yaw = u[5] * math.pi
     state = dyn.hover_state(quad, pos)
     return state.replace(
         quat=dyn.quat_from_euler(rp[0], rp[1], yaw).astype(jnp.float32),
-        vel=jax.random.uniform(k_vel, (3,), jnp.float32, -1.0, 1.0) * speed,
-        omega=jax.random.uniform(k_rate, (3,), jnp.float32, -1.0, 1.0) * rate,
+        vel=u[6:9] * speed,
+        omega=u[9:12] * rate,
     )
 
 

@@ -94,14 +94,15 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
 
     def reset_env(self, key: jax.Array, params: MultiHoverParams):
         n = self.num_agents
-        k_rot, k_js, k_jg, k_spawn = jax.random.split(key, 4)
-        angle = jax.random.uniform(k_rot, (), jnp.float32, 0.0, 2 * math.pi)
+        k_ring, k_spawn = jax.random.split(key)
+        u = jax.random.uniform(k_ring, (1 + 6 * n,), jnp.float32, -1.0, 1.0)  # one draw
+        angle = (u[0] + 1.0) * math.pi
         angles = angle + 2 * math.pi * jnp.arange(n, dtype=jnp.float32) / n
         ring = jnp.stack([jnp.cos(angles), jnp.sin(angles), jnp.zeros(n)], -1)
         starts = params.center + params.ring_radius * ring
-        starts = starts + params.jitter * jax.random.uniform(k_js, (n, 3), jnp.float32, -1, 1)
+        starts = starts + params.jitter * u[1 : 1 + 3 * n].reshape(n, 3)
         goals = params.center - params.ring_radius * ring
-        goals = goals + params.jitter * jax.random.uniform(k_jg, (n, 3), jnp.float32, -1, 1)
+        goals = goals + params.jitter * u[1 + 3 * n :].reshape(n, 3)
         quad = jax.vmap(
             lambda k, p: common.spawn(
                 k,

@@ -136,13 +136,13 @@ class Navigate(Environment[NavigateState, NavigateParams]):
     def _scene(self, key: jax.Array, params: NavigateParams) -> cam.Scene:
         k = self.max_obstacles
         length, width, height = params.room_size[0], params.room_size[1], params.room_size[2]
-        k_kind, k_c, k_s = jax.random.split(key, 3)
-        kind = jax.random.randint(k_kind, (k,), 0, 3, jnp.int32)
-        u = jax.random.uniform(k_c, (k, 3), jnp.float32)
+        # one draw for the whole layout (each random call compiles its own threefry graph)
+        u_all = jax.random.uniform(key, (k, 7), jnp.float32)
+        kind = jnp.minimum(jnp.floor(3.0 * u_all[:, 0]), 2.0).astype(jnp.int32)
+        u, s = u_all[:, 1:4], u_all[:, 4:7]
         center = jnp.stack(
             [2.0 + u[:, 0] * (length - 4.0), (u[:, 1] - 0.5) * width, u[:, 2] * height], axis=-1
         )
-        s = jax.random.uniform(k_s, (k, 3), jnp.float32)
         radius = jnp.where(kind == cam.SPHERE, 0.3 + 0.3 * s[:, 0], 0.15 + 0.2 * s[:, 0])
         size = jnp.where((kind == cam.BOX)[:, None], 0.2 + 0.3 * s, radius[:, None])
         active = jnp.arange(k) < params.num_obstacles
@@ -151,19 +151,18 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         return cam.Scene(lo, hi, kind, center, size.astype(jnp.float32), active)
 
     def reset_env(self, key: jax.Array, params: NavigateParams):
-        k_scene, k_start, k_goal, k_yaw = jax.random.split(key, 4)
+        k_scene, k_rest = jax.random.split(key)
         scene = self._scene(k_scene, params)
         length, width, height = params.room_size[0], params.room_size[1], params.room_size[2]
-        us = jax.random.uniform(k_start, (2,), jnp.float32)
+        u = jax.random.uniform(k_rest, (6,), jnp.float32)
         start = jnp.stack(
-            [jnp.float32(1.0), (us[0] - 0.5) * (width - 2.0), 1.0 + us[1] * (height - 2.0)]
+            [jnp.float32(1.0), (u[0] - 0.5) * (width - 2.0), 1.0 + u[1] * (height - 2.0)]
         )
-        ug = jax.random.uniform(k_goal, (3,), jnp.float32)
-        gx = params.goal_x_range[0] + ug[0] * (params.goal_x_range[1] - params.goal_x_range[0])
+        gx = params.goal_x_range[0] + u[2] * (params.goal_x_range[1] - params.goal_x_range[0])
         goal = jnp.stack(
-            [gx * length, (ug[1] - 0.5) * (width - 2.0), 1.0 + ug[2] * (height - 2.0)]
+            [gx * length, (u[3] - 0.5) * (width - 2.0), 1.0 + u[4] * (height - 2.0)]
         ).astype(jnp.float32)
-        yaw = jax.random.uniform(k_yaw, (), jnp.float32, -0.3, 0.3)
+        yaw = (u[5] - 0.5) * 0.6  # U(-0.3, 0.3) rad
         quad = dyn.hover_state(params.quad, start.astype(jnp.float32))
         quad = quad.replace(quat=dyn.quat_from_euler(0.0, 0.0, yaw).astype(jnp.float32))
         state = NavigateState(
