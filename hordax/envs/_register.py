@@ -30,3 +30,9 @@ _XLAND = "hordax.envs.grid.xland"
 register("Grid-XLand-R1-9x9-v0", f"{_XLAND}:XLand", generate=True)
 register("Grid-XLand-R4-13x13-v0", f"{_XLAND}:XLand", height=13, width=13, rooms=4, generate=True)
 register("Grid-XLand-Trials-R1-9x9-v0", f"{_XLAND}:XLandTrials")
+
+# aerial family (hordax/envs/aerial): quadrotors, Lee controllers, depth camera
+register("Aerial-Hover-v0", "hordax.envs.aerial.hover:Hover")
+register("Aerial-Track-v0", "hordax.envs.aerial.track:Track")
+register("Aerial-Navigate-v0", "hordax.envs.aerial.navigate:Navigate")
+register("Aerial-MultiHover-v0", "hordax.envs.aerial.multi_hover:MultiHover")

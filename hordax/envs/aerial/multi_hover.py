@@ -1,0 +1,203 @@
+"""``Aerial-MultiHover-v0``: N quadrotors share the airspace, each must reach its own goal."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from gymnax.environments import spaces
+
+from hordax.envs.aerial import common
+from hordax.envs.aerial import controllers as ctl
+from hordax.envs.aerial import dynamics as dyn
+from hordax.envs.aerial.hover import hover_reward
+from hordax.envs.core import MultiAgentEnvironment
+
+
+@struct.dataclass
+class MultiHoverState:
+    quad: dyn.QuadState  # leaves with a leading agent axis [n, ...]
+    goal: jax.Array  # f32[n, 3]
+    crashed: jax.Array  # bool[n]: the agent crashed earlier (frozen, masked)
+    time: jax.Array  # i32[]
+
+
+@struct.dataclass
+class MultiHoverParams:
+    quad: dyn.QuadParams = struct.field(default_factory=dyn.aerial_gym_quad)
+    ctrl: ctl.ControllerParams = struct.field(default_factory=ctl.default_gains)
+    max_steps_in_episode: int = 500
+    center: jax.Array = struct.field(
+        default_factory=lambda: jnp.array([0.0, 0.0, 2.0], jnp.float32)
+    )  # f32[3] centre of the start/goal ring (m)
+    ring_radius: jax.Array = 2.0  # m: starts on a ring, goals at the diametrically opposite
+    jitter: jax.Array = 0.2  # m, U(-jitter, jitter) per axis on starts and goals
+    collision_distance: jax.Array = 0.3  # m between drone centres: both crash
+    crash_distance: jax.Array = 8.0  # m from the own goal: crash
+    ground_z: jax.Array = 0.0
+    crash_reward: jax.Array = -20.0
+    success_radius: jax.Array = 0.1
+    # spawn attitude/velocity noise (as Hover)
+    spawn_pos_range: jax.Array = struct.field(default_factory=lambda: jnp.zeros(3, jnp.float32))
+    spawn_tilt: jax.Array = 0.2
+    spawn_speed: jax.Array = 0.2
+    spawn_rate: jax.Array = 0.2
+
+
+class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
+    """``num_agents`` drones start on a ring and must swap to the opposite side.
+
+    Paths cross near the centre, so agents must avoid each other.
+
+    - constructor: ``num_agents`` (2..16, default 4), ``controller`` (default
+      ``"velocity"``), ``airframe``.
+    - observation ``f32[n, 13 + 3 (n - 1)]``: the agent's Aerial Gym 13 (goal - position
+      first), then the other agents' positions relative to it (others in index order).
+    - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
+    - reward ``f32[n]``: Hover's reward per agent; ``crash_reward`` on the step an agent
+      crashes; 0 afterwards.
+    - agent crash: below ground, farther than ``crash_distance`` from its goal, non-finite,
+      or closer than ``collision_distance`` to another live agent (both crash).
+      ``info["agent_terminated"]`` = crashed so far; ``info["agent_mask"]`` = still flying.
+    - termination (episode): every agent crashed. Truncation: ``max_steps_in_episode``.
+    - metrics: ``distance`` (mean over live agents), ``success`` (fraction of agents within
+      ``success_radius``), ``crashed`` (fraction), ``collisions`` (agents crashed by
+      collision this step).
+    """
+
+    def __init__(
+        self, num_agents: int = 4, controller: str = "velocity", airframe: str = "aerial_gym"
+    ):
+        super().__init__()
+        if not 2 <= int(num_agents) <= 16:
+            raise ValueError(f"num_agents={num_agents}: must be an integer in [2, 16]")
+        self._num_agents = int(num_agents)
+        self.controller = common.check_controller(controller)
+        self.airframe = airframe
+        self._quad, self._ctrl = common.airframe_presets(airframe)
+
+    @property
+    def name(self) -> str:
+        return "Aerial-MultiHover-v0"
+
+    @property
+    def num_agents(self) -> int:
+        return self._num_agents
+
+    @property
+    def default_params(self) -> MultiHoverParams:
+        return MultiHoverParams(quad=self._quad, ctrl=self._ctrl)
+
+    def reset_env(self, key: jax.Array, params: MultiHoverParams):
+        n = self.num_agents
+        k_ring, k_spawn = jax.random.split(key)
+        u = jax.random.uniform(k_ring, (1 + 6 * n,), jnp.float32, -1.0, 1.0)  # one draw
+        angle = (u[0] + 1.0) * math.pi
+        angles = angle + 2 * math.pi * jnp.arange(n, dtype=jnp.float32) / n
+        ring = jnp.stack([jnp.cos(angles), jnp.sin(angles), jnp.zeros(n)], -1)
+        starts = params.center + params.ring_radius * ring
+        starts = starts + params.jitter * u[1 : 1 + 3 * n].reshape(n, 3)
+        goals = params.center - params.ring_radius * ring
+        goals = goals + params.jitter * u[1 + 3 * n :].reshape(n, 3)
+        quad = jax.vmap(
+            lambda k, p: common.spawn(
+                k,
+                p,
+                params.spawn_pos_range,
+                params.spawn_tilt,
+                params.spawn_speed,
+                params.spawn_rate,
+                params.quad,
+            )
+        )(jax.random.split(k_spawn, n), starts.astype(jnp.float32))
+        state = MultiHoverState(
+            quad=quad, goal=goals.astype(jnp.float32), crashed=jnp.zeros(n, bool), time=jnp.int32(0)
+        )
+        return self.observe(key, state, None, params), state
+
+    def step_env(self, key: jax.Array, state: MultiHoverState, action: jax.Array, params):
+        n = self.num_agents
+        fly = jax.vmap(common.fly, (0, 0, 0, None, None, None))
+        quad, finite = fly(
+            jax.random.split(key, n), state.quad, action, self.controller, params.quad, params.ctrl
+        )
+        live = ~state.crashed
+        quad = jax.tree.map(
+            lambda new, old: jnp.where(live.reshape((n,) + (1,) * (new.ndim - 1)), new, old),
+            quad,
+            state.quad,
+        )
+        reward, terms, crashed_solo, distance = jax.vmap(hover_reward, (0, 0, None))(
+            quad, state.goal, params
+        )
+        gap = jnp.linalg.norm(quad.pos[:, None] - quad.pos[None], axis=-1)
+        both_live = live[:, None] & live[None, :] & ~jnp.eye(n, dtype=bool)
+        collided = jnp.any(both_live & (gap < params.collision_distance), axis=1)
+        new_crash = live & (crashed_solo | ~finite | collided)
+        reward = jnp.where(new_crash, params.crash_reward, jnp.where(live, reward, 0.0))
+        crashed = state.crashed | new_crash
+        new_state = state.replace(quad=quad, crashed=crashed, time=state.time + 1)
+        still = ~crashed
+        count = jnp.maximum(jnp.sum(still), 1)
+        info = {
+            "metrics": {
+                "distance": jnp.sum(jnp.where(still, distance, 0.0)) / count,
+                "success": jnp.mean(
+                    (still & (distance < params.success_radius)).astype(jnp.float32)
+                ),
+                "crashed": jnp.mean(crashed.astype(jnp.float32)),
+                "collisions": jnp.sum((live & collided).astype(jnp.float32)),
+            },
+            "reward_terms": {
+                k: jnp.mean(jnp.where(live, v, 0.0)).astype(jnp.float32) for k, v in terms.items()
+            },
+            "agent_terminated": crashed,
+            "agent_mask": still,
+        }
+        obs = self.observe(key, new_state, action, params)
+        return obs, new_state, reward.astype(jnp.float32), jnp.all(crashed), info
+
+    def observe(self, key: jax.Array, state: MultiHoverState, action: Any, params):
+        n = self.num_agents
+        own = jax.vmap(common.state_observation)(state.quad, state.goal - state.quad.pos)
+        rel = state.quad.pos[None, :, :] - state.quad.pos[:, None, :]  # [i, j]: j relative to i
+        others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int32)
+        rel = rel[np.arange(n)[:, None], others].reshape(n, 3 * (n - 1))
+        return jnp.concatenate([own, rel], axis=-1).astype(jnp.float32)
+
+    def observation_space(self, params: MultiHoverParams) -> spaces.Box:
+        n = self.num_agents
+        high = np.full((n, 13 + 3 * (n - 1)), np.inf, np.float32)
+        high[:, 3:7] = 1.0
+        return spaces.Box(jnp.asarray(-high), jnp.asarray(high), high.shape, jnp.float32)
+
+    def action_space(self, params: MultiHoverParams) -> spaces.Box:
+        return spaces.Box(-1.0, 1.0, (self.num_agents, 4), jnp.float32)
+
+    def validate_params(self, params: MultiHoverParams) -> None:
+        super().validate_params(params)
+        common.validate_common(params)
+        for name in ("ring_radius", "collision_distance"):
+            v = np.asarray(getattr(params, name), np.float64)
+            if not np.all(np.isfinite(v)) or np.any(v <= 0):
+                raise ValueError(f"params.{name}={v.tolist()}: must be finite and > 0")
+        low = np.asarray(params.center)[..., 2] - np.asarray(params.jitter)
+        if np.any(low <= np.asarray(params.ground_z)):
+            raise ValueError(
+                f"params.center={np.asarray(params.center).tolist()}: starts and goals must be "
+                "above ground_z"
+            )
+
+    def render(self, state: MultiHoverState, params: MultiHoverParams) -> np.ndarray:
+        from hordax.envs.aerial.render import render_scene
+
+        return render_scene(
+            np.asarray(state.quad.pos),
+            np.asarray(state.quad.quat),
+            targets=np.asarray(state.goal),
+            arm=float(np.max(np.abs(np.asarray(params.quad.motor_xy)))) * math.sqrt(2.0),
+        )

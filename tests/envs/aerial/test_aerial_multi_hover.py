@@ -1,0 +1,101 @@
+"""Aerial-MultiHover-v0: inter-drone collisions, per-agent masks, observation layout."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import hordax
+from hordax.envs.aerial import dynamics as dyn
+
+KEY = jax.random.key(0)
+
+
+@functools.cache
+def _env():
+    env, params = hordax.make("Aerial-MultiHover-v0", num_agents=4)
+    return env, params, jax.jit(env.step_env)
+
+
+def test_multi_hover__observation_has_own_13_and_relative_positions():
+    env, params, _ = _env()
+    obs, state = env.reset(KEY, params)
+    assert obs.shape == (4, 13 + 9)
+    pos = np.asarray(state.quad.pos)
+    np.testing.assert_allclose(obs[:, :3], np.asarray(state.goal) - pos, rtol=1e-6)
+    np.testing.assert_allclose(obs[1, 13:16], pos[0] - pos[1], rtol=1e-6)  # agent 1 sees 0 first
+    np.testing.assert_allclose(obs[1, 16:19], pos[2] - pos[1], rtol=1e-6)
+    gaps = np.linalg.norm(pos[:, None] - pos[None], axis=-1) + 10 * np.eye(4)
+    assert gaps.min() > float(params.collision_distance)  # no collision at spawn
+
+
+def test_multi_hover__collision_crashes_both_freezes_them_and_masks_them():
+    """Agents 0 and 1 placed 0.2 m apart: both crash (reward -20), others fly on; next step
+    the crashed pair is frozen with reward 0; the episode ends only when all crashed."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(
+        jnp.array([[0.0, 0.0, 2.0], [0.2, 0.0, 2.0], [2.0, 0.0, 2.0], [-2.0, 0.0, 2.0]])
+    )
+    state = state.replace(quad=quad)
+    _, state1, reward, terminated, info = step(KEY, state, jnp.zeros((4, 4)), params)
+    np.testing.assert_array_equal(info["agent_terminated"], [True, True, False, False])
+    np.testing.assert_array_equal(info["agent_mask"], [False, False, True, True])
+    np.testing.assert_array_equal(np.asarray(reward)[:2], -20.0)
+    assert np.all(np.asarray(reward)[2:] > 0) and not bool(terminated)
+    assert float(info["metrics"]["collisions"]) == 2.0
+    _, state2, reward2, terminated2, _ = step(KEY, state1, jnp.ones((4, 4)), params)
+    np.testing.assert_array_equal(np.asarray(reward2)[:2], 0.0)
+    np.testing.assert_array_equal(state2.quad.pos[:2], state1.quad.pos[:2])
+    assert not bool(terminated2)
+    all_down = state2.replace(crashed=jnp.array([True, True, True, False]))
+    all_down = all_down.replace(
+        quad=all_down.quad.replace(pos=all_down.quad.pos.at[3, 2].set(-1.0))
+    )
+    _, _, _, terminated3, _ = step(KEY, all_down, jnp.zeros((4, 4)), params)
+    assert bool(terminated3)
+
+
+def test_multi_hover__straight_line_flights_through_the_centre_collide():
+    """Every agent flying straight at its goal (opposite on the ring) meets the others near
+    the centre: collisions happen; climbing first to 4 different altitudes (0.5 m apart),
+    crossing there and descending at the goal avoids them and every agent ends within 0.3 m
+    of its goal."""
+    env, params, step = _env()
+
+    def run(key, layered):
+        obs, state = env.reset(key, params)
+        lift = jnp.where(layered, 0.5 * (jnp.arange(4) - 1.5), 0.0)
+
+        def body(carry, k):
+            obs, state = carry
+            to_goal = obs[:, :3]
+            t = state.time.astype(jnp.float32) * 0.01
+            horizontal = jnp.linalg.norm(to_goal[:, :2], axis=-1)
+            dz = jnp.where(horizontal > 0.2, lift - (state.quad.pos[:, 2] - 2.0), to_goal[:, 2])
+            climb_first = layered & (t < 1.5)  # reach the layer before moving sideways
+            direction = jnp.where(climb_first, 0.0, to_goal).at[:, 2].set(dz)
+            speed = jnp.minimum(jnp.linalg.norm(direction, axis=-1, keepdims=True), 1.0)
+            v = direction / jnp.maximum(jnp.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
+            action = jnp.concatenate([v * speed / params.ctrl.max_speed, jnp.zeros((4, 1))], -1)
+            # velocity kind is in the yaw frame: spawn yaw is random, so rotate into it
+            yaw = jax.vmap(dyn.quat_to_euler)(state.quad.quat)[:, 2]
+            c, s = jnp.cos(-yaw), jnp.sin(-yaw)
+            ax = c * action[:, 0] - s * action[:, 1]
+            ay = s * action[:, 0] + c * action[:, 1]
+            action = action.at[:, 0].set(ax).at[:, 1].set(ay)
+            obs, state, _, _, info = env.step_env(k, state, action, params)
+            return (obs, state), info["metrics"]["collisions"]
+
+        (obs, state), collisions = jax.lax.scan(body, (obs, state), jax.random.split(key, 800))
+        return collisions.sum(), jnp.linalg.norm(obs[:, :3], axis=-1)
+
+    run = jax.jit(run)
+    collisions, _ = run(KEY, False)
+    assert float(collisions) >= 2
+    collisions, final = run(KEY, True)
+    assert float(collisions) == 0
+    assert float(final.max()) < 0.3
