@@ -40,7 +40,8 @@ def test_readme__quick_start_matches_example():
 
 def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
     """examples/grid_gif.py trains briefly and writes an animated GIF of env.render frames
-    (80x80: 5x5 tiles of 16 px), as many frames as it reports."""
+    (80x80: 5x5 tiles of 16 px) lasting as many 150 ms frames as it reports (Pillow merges
+    identical consecutive frames, adding their durations)."""
     from PIL import Image
 
     out = tmp_path / "grid.gif"
@@ -62,5 +63,9 @@ def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     frames = int(re.search(r"wrote (\d+) frames", proc.stdout).group(1))
     with Image.open(out) as im:
-        assert im.format == "GIF" and im.size == (80, 80)
-        assert im.n_frames == frames >= 2
+        assert im.format == "GIF" and im.size == (80, 80) and frames >= 2
+        total = 0
+        for i in range(im.n_frames):
+            im.seek(i)
+            total += im.info["duration"]
+        assert 2 <= im.n_frames <= frames and total == 150 * frames

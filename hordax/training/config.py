@@ -184,13 +184,14 @@ def validate(cfg: TrainConfig) -> Resolved:
         _validate_agent(cfg, steps_per_update)
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    _need(
-        rnn_size == 0 or tr.num_envs % cfg.agent.num_minibatches == 0,
-        "agent.num_minibatches",
-        cfg.agent.num_minibatches,
-        f"must divide trainer.num_envs = {tr.num_envs} with a recurrent network "
-        "(minibatches are whole env sequences)",
-    )
+    if rnn_size:  # recurrent PPO: minibatches are whole env sequences
+        _need(
+            tr.num_envs % cfg.agent.num_minibatches == 0,
+            "agent.num_minibatches",
+            cfg.agent.num_minibatches,
+            f"must divide trainer.num_envs = {tr.num_envs} with a recurrent network "
+            "(minibatches are whole env sequences)",
+        )
     return resolve(cfg)
 
 

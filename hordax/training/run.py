@@ -170,8 +170,6 @@ def make_programs(cfg: TrainConfig, trainer: OnPolicyTrainer, resolved: Resolved
 
     abstract = jax.eval_shape(init_fn, *init_args)
     shardings = sharding.train_state_shardings(abstract, mesh, cfg.trainer.num_envs, is_pop)
-    if hasattr(abstract, "buffer"):  # off-policy replay buffer: replicated over "data"
-        shardings = shardings.replace(buffer=sharding.replicated(mesh, abstract.buffer, is_pop))
     return Programs(
         mesh=mesh,
         abstract=abstract,

@@ -20,6 +20,10 @@ from typing import Any
 
 SEED_AXIS, DATA_AXIS = "seed", "data"
 
+#: Train-state fields with a leading env axis (split over ``data``); every other field
+#: (agent, key, counters, a replay buffer) is replicated over ``data``.
+BATCHED_FIELDS = frozenset({"env_state", "obs", "carry", "reset"})
+
 
 @dataclass
 class MeshConfig:
@@ -142,14 +146,13 @@ def train_state_shardings(state: Any, mesh: Any, num_envs: int, population: bool
             subtree,
         )
 
+    import dataclasses
+
     return state.replace(
-        agent=shard(state.agent, False),
-        env_state=shard(state.env_state, True),
-        obs=shard(state.obs, True),
-        key=shard(state.key, False),
-        update_idx=shard(state.update_idx, False),
-        carry=shard(state.carry, True),
-        reset=shard(state.reset, True),
+        **{
+            f.name: shard(getattr(state, f.name), f.name in BATCHED_FIELDS)
+            for f in dataclasses.fields(state)
+        }
     )
 
 
