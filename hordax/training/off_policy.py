@@ -20,11 +20,10 @@ from flax import struct
 
 from hordax.agents.pql import CriticBatch, make_agent
 from hordax.envs.core import is_multi_agent
-from hordax.envs.wrappers import ClipAction, LogEpisode, NormalizeObservation, VecEnv
 from hordax.training import replay
 from hordax.training.config import OnPolicyTrainerConfig, Resolved
 from hordax.training.estimators import compute_n_step
-from hordax.training.on_policy import episode_metrics
+from hordax.training.on_policy import episode_metrics, make_env_stack
 from hordax.training.rollout import rollout
 
 
@@ -72,10 +71,7 @@ class PQLTrainer:
             raise NotImplementedError("the PQL trainer supports single-agent envs")
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
-        batch_env = VecEnv(LogEpisode(ClipAction(env)), trainer_cfg.num_envs)
-        if agent_cfg.normalize_obs:
-            batch_env = NormalizeObservation(batch_env)
-        self.env = batch_env
+        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.agent = make_agent(agent_cfg, self.obs_shape, env.action_space(env_params))
         self.critic_updates = round(agent_cfg.beta_av * trainer_cfg.rollout_length)

@@ -45,11 +45,12 @@ class TrainState:
 
 
 def make_env_stack(env: Any, agent_cfg: Any, num_envs: int) -> Any:
-    """The canonical wrapper stack for training (see ``hordax.envs.wrappers``)."""
+    """The canonical wrapper stack for training (see ``hordax.envs.wrappers``), shared by
+    every trainer; normalization as the agent config asks (fields absent = off)."""
     batch_env = VecEnv(LogEpisode(ClipAction(env)), num_envs)
-    if agent_cfg.normalize_obs:
+    if getattr(agent_cfg, "normalize_obs", False):
         batch_env = NormalizeObservation(batch_env)
-    if agent_cfg.normalize_reward:
+    if getattr(agent_cfg, "normalize_reward", False):
         batch_env = NormalizeReward(batch_env, gamma=agent_cfg.gamma)
     return batch_env
 

@@ -16,10 +16,9 @@ import jax.numpy as jnp
 
 from hordax.agents.pqn import PQNBatch, make_agent
 from hordax.envs.core import is_multi_agent
-from hordax.envs.wrappers import ClipAction, LogEpisode, NormalizeObservation, VecEnv
 from hordax.training.config import OnPolicyTrainerConfig, Resolved
 from hordax.training.estimators import compute_q_lambda
-from hordax.training.on_policy import TrainState, episode_metrics, finiteness
+from hordax.training.on_policy import TrainState, episode_metrics, finiteness, make_env_stack
 from hordax.training.rollout import rollout
 
 
@@ -45,10 +44,7 @@ class PQNTrainer:
             raise NotImplementedError("the PQN trainer supports single-agent envs")
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
-        batch_env = VecEnv(LogEpisode(ClipAction(env)), trainer_cfg.num_envs)
-        if agent_cfg.normalize_obs:
-            batch_env = NormalizeObservation(batch_env)
-        self.env = batch_env
+        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
         self.agent = make_agent(
             agent_cfg,
             env.observation_space(env_params).shape,
