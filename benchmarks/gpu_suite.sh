@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU measurements in benchmarks/RESULTS.md, as run on a lent H100 (no network there):
 # wheels for what its image lacks (gymnax, gymnasium, hydra-core, omegaconf, antlr4, rejax,
-# distrax, tfp-nightly, dm-tree, gast, decorator) travel in .whl/; hordax runs from the
+# distrax, tfp-nightly, dm-tree, gast, decorator, xminigrid) travel in .whl/; hordax runs from the
 # checkout (PYTHONPATH). Each step tees its output under $OUT (default: benchmarks/out).
 set -uo pipefail
 OUT=${OUT:-benchmarks/out}; mkdir -p "$OUT"
@@ -23,5 +23,11 @@ step bench_random python3 -m hordax.training.cli bench -m benchmark=scaling \
   num_envs=1024,16384,131072 steps=5000 repeats=7
 step bench_train python3 -m hordax.training.cli bench -m benchmark=train_scaling \
   num_envs=256,4096,65536 steps=256
+step bench_families python3 -m hordax.training.cli bench -m \
+  env=Grid-DoorKey-8x8-v0,Grid-XLand-R1-9x9-v0,Aerial-Hover-v0,Aerial-Navigate-v0,StockTrading-v0,CryptoTrading-v0 \
+  num_envs=1024,16384 steps=500 repeats=3
+step grid_vs_xminigrid python3 benchmarks/grid_vs_xminigrid.py --num-envs 1024 16384 --steps 1000
+step trading_throughput python3 benchmarks/trading_throughput.py --num-envs 1 2048
+step pql_vs_ppo python3 benchmarks/pql_vs_ppo.py --out "$OUT/pql_vs_ppo"
 cp bench/multirun-*/results.csv "$OUT/" 2>/dev/null; ls bench
 for d in bench/multirun-*; do cp "$d/results.csv" "$OUT/$(basename "$d").csv"; cp "$d/results.png" "$OUT/$(basename "$d").png"; done
