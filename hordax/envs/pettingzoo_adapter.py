@@ -1,0 +1,131 @@
+"""PettingZoo adapter: a hordax multi-agent env as a ``pettingzoo.ParallelEnv`` (numpy, dicts).
+
+hordax's multi-agent envs stack agents on a leading axis (``obs [n, ...]``, ``action [n, ...]``,
+``reward f32[n]``, a scalar episode ``terminated``, ``info["agent_terminated"]`` and
+``info["agent_mask"]``). This adapter gives the dict-per-agent view outside code expects:
+
+- ``possible_agents = env.agents``; per-agent spaces are the rows of the stacked spaces;
+- ``reset(seed=...)`` fixes the episode (every JAX key is drawn from the seed); no auto-reset;
+- ``step(actions)`` returns dicts keyed by the live agents; an agent is terminated when the
+  episode terminates or ``info["agent_terminated"]`` marks it, all are truncated at the time
+  limit, and agents that ended are removed from ``agents`` (PettingZoo's convention).
+  Missing actions (agents that already ended) are sent as zeros; actions are validated on
+  the host (shape, dtype) like :mod:`hordax.envs.gymnasium_adapter`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnax.environments import spaces as gx_spaces
+from pettingzoo import ParallelEnv
+
+from hordax.envs.core import is_multi_agent
+from hordax.envs.gymnasium_adapter import _resolve, check_action
+from hordax.envs.wrappers.clip import clip_action
+
+
+def _row_space(space: Any, i: int) -> gymnasium.spaces.Box:
+    """Row ``i`` of a stacked gymnax ``Box`` ``[n, ...]`` as a gymnasium ``Box``."""
+    if not isinstance(space, gx_spaces.Box):
+        raise NotImplementedError(f"PettingZoo adapter supports stacked Box spaces, got {space!r}")
+    shape = tuple(space.shape[1:])
+    low = np.broadcast_to(np.asarray(space.low, space.dtype), space.shape)[i]
+    high = np.broadcast_to(np.asarray(space.high, space.dtype), space.shape)[i]
+    return gymnasium.spaces.Box(low, high, shape, space.dtype)
+
+
+class PettingZooParallelEnv(ParallelEnv):
+    """A hordax :class:`~hordax.envs.core.MultiAgentEnvironment` as a PettingZoo ParallelEnv.
+
+    Args:
+        env: an env id (made with ``hordax.make(env, **make_kwargs)``) or an env object.
+        params: env params (default: the env's, or those ``make`` returns).
+    """
+
+    metadata = {"name": "hordax_parallel_v0", "render_modes": ["rgb_array"]}
+
+    def __init__(
+        self, env: Any, params: Any = None, render_mode: str | None = None, **make_kwargs: Any
+    ):
+        self.env, self.params = _resolve(env, params, make_kwargs)
+        if not is_multi_agent(self.env):
+            raise ValueError(f"{type(self.env).__name__} is single-agent: use GymnasiumEnv")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r}: allowed values are None, 'rgb_array'")
+        self.render_mode = render_mode
+        self.possible_agents = list(self.env.agents)
+        obs_space = self.env.observation_space(self.params)
+        act_space = self.env.action_space(self.params)
+        self._obs_spaces = {a: _row_space(obs_space, i) for i, a in enumerate(self.possible_agents)}
+        self._act_spaces = {a: _row_space(act_space, i) for i, a in enumerate(self.possible_agents)}
+
+        def step(key, state, action, params):
+            action = clip_action(action, self.env.action_space(params))
+            obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
+            return obs, state, reward, terminated, self.env.is_truncated(state, params), info
+
+        self._reset = jax.jit(self.env.reset)
+        self._step = jax.jit(step)
+        self._state = None
+        self._key = None
+        self.agents: list[str] = []
+
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._obs_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._act_spaces[agent]
+
+    def _obs_dict(self, obs: Any, agents: list[str]) -> dict[str, np.ndarray]:
+        obs = np.asarray(obs)
+        return {a: obs[self.possible_agents.index(a)] for a in agents}
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None or self._key is None:
+            seed = int(np.random.SeedSequence(seed).generate_state(1)[0] >> 1)
+            self._key = jax.random.key(seed)
+        self._key, key = jax.random.split(self._key)
+        obs, self._state = self._reset(key, self.params)
+        self.agents = list(self.possible_agents)
+        return self._obs_dict(obs, self.agents), {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        if self._state is None or not self.agents:
+            raise RuntimeError("call reset() before step() (and after every agent has ended)")
+        unknown = sorted(set(actions) - set(self.agents))
+        if unknown:
+            raise ValueError(
+                f"actions for agents that are not live: {unknown}; live: {self.agents}"
+            )
+        rows = []
+        for a in self.possible_agents:
+            space = self._act_spaces[a]
+            rows.append(
+                check_action(actions[a], space)
+                if a in actions
+                else np.zeros(space.shape, space.dtype)
+            )
+        self._key, key = jax.random.split(self._key)
+        obs, self._state, reward, terminated, truncated, info = self._step(
+            key, self._state, jnp.asarray(np.stack(rows)), self.params
+        )
+        live = list(self.agents)
+        agent_done = np.asarray(info["agent_terminated"]) | bool(terminated)
+        index = {a: i for i, a in enumerate(self.possible_agents)}
+        terminations = {a: bool(agent_done[index[a]]) for a in live}
+        truncations = {a: bool(truncated) for a in live}
+        rewards = {a: float(np.asarray(reward)[index[a]]) for a in live}
+        metrics = jax.tree.map(np.asarray, jax.device_get(info.get("metrics", {})))
+        infos = {a: {"metrics": metrics} for a in live}
+        self.agents = [a for a in live if not (terminations[a] or truncations[a])]
+        return self._obs_dict(obs, live), rewards, terminations, truncations, infos
+
+    def render(self):
+        if self.render_mode != "rgb_array" or self._state is None:
+            return None
+        return np.asarray(self.env.render(self._state, self.params))
