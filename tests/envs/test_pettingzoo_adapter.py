@@ -31,7 +31,7 @@ def test_pettingzoo__dicts_match_the_stacked_env_and_time_limit_truncates_all():
     assert obs["agent_1"].shape == (10,) and env.observation_space("agent_1").contains(
         obs["agent_1"]
     )
-    for t in range(25):
+    for _ in range(25):
         live = list(env.agents)
         acts = {a: np.full(2, 0.3, np.float32) for a in live}
         obs, rew, term, trunc, info = env.step(acts)
