@@ -7,7 +7,15 @@
 
 with ``Nc = beta_av * T`` critic updates per trainer update (``beta_av`` critic updates
 per collection step of all envs) and ``beta_pv`` critic updates per actor update. The
-parallel mode (learners on separate devices, asynchronous) is not implemented.
+parallel mode (actor, V-learner and P-learner concurrently) is
+:mod:`hordax.training.pql_parallel`.
+
+Observation normalization (``agent.normalize_obs``): the buffer stores RAW observations;
+the running statistics (:class:`~hordax.envs.wrappers.RunningStats`, the same code as the
+``NormalizeObservation`` wrapper) live in the train state (``OffPolicyState.obs_stats``)
+and are merged with every rollout's observations; the actor acts on observations
+normalized with the current statistics, and every sampled batch is normalized at sample
+time with the statistics current at that update, so no buffer row goes stale.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from flax import struct
 
 from hordax.agents.pql import CriticBatch, make_agent
 from hordax.envs.core import is_multi_agent
+from hordax.envs.wrappers import RunningStats
 from hordax.training import replay
 from hordax.training.config import OnPolicyTrainerConfig, Resolved
 from hordax.training.estimators import compute_n_step
@@ -37,10 +46,50 @@ class OffPolicyState:
     key: jax.Array
     update_idx: jax.Array
     buffer: replay.ReplayBuffer
+    obs_stats: RunningStats | None = None  # running obs statistics (None: normalize_obs off)
+
+
+#: Clip and epsilon of the normalized observations: those of ``NormalizeObservation``
+#: (and of ``hordax.training.ensemble.greedy_policy``).
+OBS_CLIP, OBS_EPS = 10.0, 1e-8
+
+
+def normalize(obs: jax.Array, stats: RunningStats | None) -> jax.Array:
+    """``clip((obs - mean) / sqrt(var + eps), -10, 10)`` as ``f32``; ``obs`` unchanged
+    (cast to ``f32``) when ``stats`` is None (normalization off)."""
+    obs = obs.astype(jnp.float32)
+    if stats is None:
+        return obs
+    return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + OBS_EPS), -OBS_CLIP, OBS_CLIP)
+
+
+def normalize_batch(batch: CriticBatch, stats: RunningStats | None) -> CriticBatch:
+    """A sampled batch with ``obs`` and ``next_obs`` normalized with ``stats``."""
+    return batch.replace(obs=normalize(batch.obs, stats), next_obs=normalize(batch.next_obs, stats))
+
+
+def update_stats(stats: RunningStats | None, tr: Any) -> RunningStats | None:
+    """Merge a rollout's new observations (``next_obs``: every ``s_{t+1}`` the envs
+    emitted, final observations included) into the running statistics."""
+    if stats is None:
+        return None
+    T, B = tr.reward.shape
+    return stats.update(tr.next_obs.reshape((T * B, *tr.next_obs.shape[2:])))
+
+
+class NormalizedPolicy:
+    """``agent.act`` on observations normalized with ``stats`` (what ``rollout`` calls)."""
+
+    def __init__(self, agent: Any, stats: RunningStats | None):
+        self.agent, self.stats = agent, stats
+
+    def act(self, agent_state: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
+        return self.agent.act(agent_state, normalize(obs, self.stats), key)
 
 
 def n_step_transitions(tr: Any, gamma: float, n: int, reward_scale: float = 1.0) -> CriticBatch:
-    """Flat ``[T * B]`` n-step transitions of a rollout (see ``compute_n_step``)."""
+    """Flat ``[T * B]`` n-step transitions of a rollout (see ``compute_n_step``); the
+    observations are those of the rollout (raw env observations in the PQL trainers)."""
     T, B = tr.reward.shape
     ret, disc, last = compute_n_step(
         tr.reward * reward_scale, tr.terminated, tr.truncated, gamma, n
@@ -71,7 +120,10 @@ class PQLTrainer:
             raise NotImplementedError("the PQL trainer supports single-agent envs")
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
-        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
+        # No NormalizeObservation wrapper: the buffer keeps raw observations and the trainer
+        # normalizes with the current statistics (see the module docstring).
+        self.env = make_env_stack(env, None, trainer_cfg.num_envs)
+        self.normalize_obs = bool(agent_cfg.normalize_obs)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.agent = make_agent(agent_cfg, self.obs_shape, env.action_space(env_params))
         self.critic_updates = round(agent_cfg.beta_av * trainer_cfg.rollout_length)
@@ -90,22 +142,32 @@ class PQLTrainer:
         )
         buffer = replay.init_buffer(row, self.agent_cfg.buffer_size)
         agent_state = self.agent.init(key_agent)
-        return OffPolicyState(agent_state, env_state, obs, key, jnp.int32(0), buffer)
+        stats = None
+        if self.normalize_obs:
+            stats = RunningStats.create(self.obs_shape).update(obs)
+        return OffPolicyState(agent_state, env_state, obs, key, jnp.int32(0), buffer, stats)
 
-    def learn(self, agent_state: Any, buffer: replay.ReplayBuffer, key: jax.Array):
-        """The synchronous schedule: ``actor_updates`` x (``beta_pv`` critic, 1 actor)."""
+    def critic_batch(self, buffer: replay.ReplayBuffer, stats: Any, key: jax.Array):
+        """A critic batch sampled from the buffer, normalized with ``stats``."""
+        return normalize_batch(replay.sample(buffer, key, self.agent_cfg.batch_size), stats)
+
+    def actor_obs(self, buffer: replay.ReplayBuffer, stats: Any, key: jax.Array):
+        """Actor observations sampled from the buffer, normalized with ``stats``."""
+        return normalize(replay.sample(buffer, key, self.agent_cfg.batch_size).obs, stats)
+
+    def learn(self, agent_state: Any, buffer: replay.ReplayBuffer, stats: Any, key: jax.Array):
+        """The synchronous schedule: ``actor_updates`` x (``beta_pv`` critic, 1 actor);
+        batches normalized with ``stats`` (the statistics current at this update)."""
         acfg, agent = self.agent_cfg, self.agent
 
         def critic_step(st, k):
             k_sample, k_noise = jax.random.split(k)
-            batch = replay.sample(buffer, k_sample, acfg.batch_size)
-            return agent.critic_update(st, batch, k_noise)
+            return agent.critic_update(st, self.critic_batch(buffer, stats, k_sample), k_noise)
 
         def group(st, k):
             k_critic, k_actor = jax.random.split(k)
             st, cm = jax.lax.scan(critic_step, st, jax.random.split(k_critic, acfg.beta_pv))
-            obs = replay.sample(buffer, k_actor, acfg.batch_size).obs
-            st, am = agent.actor_update(st, obs)
+            st, am = agent.actor_update(st, self.actor_obs(buffer, stats, k_actor))
             return st, {**jax.tree.map(jnp.mean, cm), **am}
 
         st, m = jax.lax.scan(group, agent_state, jax.random.split(key, self.actor_updates))
@@ -117,7 +179,7 @@ class PQLTrainer:
         env_state, obs, tr = rollout(
             self.env,
             self.env_params,
-            self.agent,
+            NormalizedPolicy(self.agent, state.obs_stats),
             state.agent,
             state.env_state,
             state.obs,
@@ -126,7 +188,8 @@ class PQLTrainer:
         )
         rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
         buffer = replay.add(state.buffer, rows)
-        agent_state, losses = self.learn(state.agent, buffer, key_learn)
+        stats = update_stats(state.obs_stats, tr)
+        agent_state, losses = self.learn(state.agent, buffer, stats, key_learn)
         agent_state = agent_state.replace(update=agent_state.update + 1)
         params_ok = jnp.all(
             jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(agent_state.params)])
@@ -143,7 +206,9 @@ class PQLTrainer:
             "nonfinite/gradient": ~jnp.isfinite(grad),
             "nonfinite/parameters": ~params_ok,
         }
-        new_state = OffPolicyState(agent_state, env_state, obs, key, state.update_idx + 1, buffer)
+        new_state = OffPolicyState(
+            agent_state, env_state, obs, key, state.update_idx + 1, buffer, stats
+        )
         return new_state, metrics
 
     def run_chunk(self, state: OffPolicyState, num_updates: int):

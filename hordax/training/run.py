@@ -49,12 +49,13 @@ def params_checksum(tree: Any) -> str:
 
 
 def normalizer_stats(env_state: Any) -> dict[str, Any]:
-    """Running statistics held by normalization wrappers in a batch env state."""
+    """Running statistics held by normalization wrappers in a batch env state (or by the
+    train state itself: PQL keeps ``obs_stats`` there, next to ``env_state``)."""
     out: dict[str, Any] = {}
     node = env_state
     while node is not None:
         for name in ("obs_stats", "return_stats"):
-            if hasattr(node, name):
+            if getattr(node, name, None) is not None:
                 out[name] = getattr(node, name)
         node = getattr(node, "env_state", None)
     return out
@@ -62,7 +63,7 @@ def normalizer_stats(env_state: Any) -> dict[str, Any]:
 
 def saved_agent(state: TrainState) -> dict[str, Any]:
     """What is saved with the agent: parameters plus normalizer statistics."""
-    return {"params": state.agent.params, "normalizer": normalizer_stats(state.env_state)}
+    return {"params": state.agent.params, "normalizer": normalizer_stats(state)}
 
 
 def summarize_chunk(metrics: dict[str, np.ndarray]) -> dict[str, float]:

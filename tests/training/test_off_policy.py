@@ -135,6 +135,90 @@ def _tiny(beta_av=1.5, beta_pv=3, rollout_length=4, num_envs=4):
     return PQLTrainer(tcfg, acfg, env, params, resolved), resolved
 
 
+def test_normalize_obs__buffer_holds_raw_env_observations():
+    """With normalize_obs=true the buffer rows are the env's raw observations (obs and the
+    bootstrap next_obs), and the statistics in the state are those of every observation
+    the envs emitted (reset and rollout), merged by the wrapper's RunningStats."""
+    from hordax.envs.wrappers import RunningStats
+
+    trainer, _ = _tiny()
+    assert trainer.normalize_obs
+    s0 = trainer.init(jax.random.key(0))
+    s1, _ = jax.jit(trainer.update)(s0)
+    # Replay the same rollout on the raw env (same keys, same actions).
+    _, key_rollout, _ = jax.random.split(s0.key, 3)
+    from hordax.training.off_policy import NormalizedPolicy
+    from hordax.training.rollout import rollout
+
+    _, _, tr = rollout(
+        trainer.env, trainer.env_params, NormalizedPolicy(trainer.agent, s0.obs_stats),
+        s0.agent, s0.env_state, s0.obs, key_rollout, trainer.cfg.rollout_length,
+    )  # fmt: skip
+    T, B = tr.reward.shape
+    rows = jax.tree.map(lambda x: x[: T * B], s1.buffer.data)
+    np.testing.assert_array_equal(rows.obs, tr.obs.reshape(T * B, 3))
+    assert float(jnp.max(jnp.abs(rows.obs[:, :2]))) <= 1.0  # cos/sin: raw, not normalized
+    assert float(jnp.max(jnp.abs(rows.obs[:, 2]))) <= 8.0  # raw angular velocity bound
+    _, _, last = compute_n_step(tr.reward, tr.terminated, tr.truncated, 0.99, 3)
+    boot = tr.next_obs[last, jnp.arange(B)[None, :]].reshape(T * B, 3)
+    np.testing.assert_array_equal(rows.next_obs, boot)
+    want = RunningStats.create((3,)).update(s0.obs).update(tr.next_obs.reshape(T * B, 3))
+    np.testing.assert_allclose(s1.obs_stats.mean, want.mean, rtol=1e-6)
+    np.testing.assert_allclose(s1.obs_stats.var, want.var, rtol=1e-6)
+    assert float(s1.obs_stats.count) == pytest.approx(B + T * B, abs=1e-3)
+
+
+def test_normalize_obs__critic_and_actor_batches_use_current_stats(monkeypatch):
+    """Every batch the critic and actor updates see is (raw - mean) / sqrt(var + eps) of
+    buffer rows, with the statistics current at that update (after its rollout)."""
+    trainer, _ = _tiny()
+    state, _ = jax.jit(trainer.update)(trainer.init(jax.random.key(0)))  # past update 1
+    seen = {"critic": [], "actor": []}
+    agent = trainer.agent
+    critic_update, actor_update = agent.critic_update, agent.actor_update
+
+    def spy_critic(st, batch, key):
+        jax.debug.callback(lambda o, n: seen["critic"].append((o, n)), batch.obs, batch.next_obs)
+        return critic_update(st, batch, key)
+
+    def spy_actor(st, obs):
+        jax.debug.callback(lambda o: seen["actor"].append(o), obs)
+        return actor_update(st, obs)
+
+    monkeypatch.setattr(agent, "critic_update", spy_critic)
+    monkeypatch.setattr(agent, "actor_update", spy_actor)
+    new, _ = jax.jit(trainer.update)(state)
+    jax.effects_barrier()
+    assert len(seen["critic"]) == 6 and len(seen["actor"]) == 2
+    stats = new.obs_stats  # the statistics of this update (merged before learning)
+    assert float(jnp.max(jnp.abs(stats.mean - state.obs_stats.mean))) > 0  # they moved
+    scale = np.sqrt(np.asarray(stats.var) + 1e-8)
+    raw_obs = np.asarray(new.buffer.data.obs[: new.buffer.size])
+    raw_next = np.asarray(new.buffer.data.next_obs[: new.buffer.size])
+
+    def rows_of(z, raw):  # every normalized row is some raw buffer row, normalized
+        x = z * scale + np.asarray(stats.mean)
+        d = np.abs(x[:, None, :] - raw[None, :, :]).max(-1).min(-1)
+        return d.max()
+
+    for obs, nxt in seen["critic"]:
+        assert rows_of(np.asarray(obs), raw_obs) < 1e-4
+        assert rows_of(np.asarray(nxt), raw_next) < 1e-4
+    for obs in seen["actor"]:
+        assert rows_of(np.asarray(obs), raw_obs) < 1e-4
+    # And the exact formula on one sampled batch.
+    key = jax.random.key(7)
+    raw = replay.sample(new.buffer, key, 16)
+    got = trainer.critic_batch(new.buffer, stats, key)
+    np.testing.assert_allclose(got.obs, (raw.obs - stats.mean) / scale, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        got.next_obs, (raw.next_obs - stats.mean) / scale, rtol=1e-5, atol=1e-6
+    )
+    # With stale statistics (those of the previous update) the batch would differ.
+    stale = trainer.critic_batch(new.buffer, state.obs_stats, key)
+    assert float(jnp.max(jnp.abs(stale.obs - got.obs))) > 1e-3
+
+
 def test_schedule__performs_exactly_the_configured_updates():
     """beta_av=1.5, T=4 -> 6 critic updates per trainer update; beta_pv=3 -> 2 actor."""
     trainer, resolved = _tiny()

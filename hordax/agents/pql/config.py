@@ -47,8 +47,10 @@ class PQLConfig:
     max_grad_norm: float = 0.5
     """Global gradient-norm clip of both learners (> 0)."""
     normalize_obs: bool = True
-    """Running observation normalization (the NormalizeObservation wrapper); transitions are
-    stored normalized with the statistics of their collection step."""
+    """Running observation normalization. The replay buffer stores raw observations; the
+    running statistics (``RunningStats``, as in the NormalizeObservation wrapper) live in
+    the train state, and the actor's inputs and every sampled batch are normalized with the
+    statistics current at that moment (no stale rows)."""
     distributional: bool = False
     """PQL-D: categorical critics (cross-entropy to the projected n-step target)."""
     num_atoms: int = 51
