@@ -184,6 +184,8 @@ def validate(cfg: TrainConfig) -> Resolved:
         _validate_agent(cfg, steps_per_update)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    if cfg.agent.name == "pql" and cfg.agent.mode == "parallel":
+        _validate_pql_parallel(cfg)
     if rnn_size:  # recurrent PPO: minibatches are whole env sequences
         _need(
             tr.num_envs % cfg.agent.num_minibatches == 0,
@@ -220,6 +222,17 @@ def _validate_agent(cfg: TrainConfig, steps_per_update: int) -> None:
         validate_pql(cfg.agent, cfg.trainer.num_envs, cfg.trainer.rollout_length)
     else:
         validate_ppo(cfg.agent, batch_size=steps_per_update)
+
+
+def _validate_pql_parallel(cfg: TrainConfig) -> None:
+    """What PQL's parallel mode does not support (it is not one jitted program)."""
+    rule = "agent.mode=parallel does not support {}; use agent.mode=sync"
+    _need(cfg.population.size == 1, "population.size", cfg.population.size,
+          rule.format("populations (population.size must be 1)"))  # fmt: skip
+    _need(cfg.checkpoint.every == 0, "checkpoint.every", cfg.checkpoint.every,
+          rule.format("checkpoints (checkpoint.every must be 0)"))  # fmt: skip
+    _need(not cfg.resume, "resume", cfg.resume, rule.format("resume"))
+    _need(not cfg.distributed, "distributed", cfg.distributed, rule.format("multi-host runs"))
 
 
 def resolve(cfg: TrainConfig) -> Resolved:

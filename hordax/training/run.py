@@ -203,6 +203,10 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     """
     from tqdm.auto import tqdm
 
+    if cfg.agent.name == "pql" and cfg.agent.mode == "parallel":
+        from hordax.training.pql_parallel import train_and_log_parallel
+
+        return train_and_log_parallel(cfg, env, env_params, resolved)
     run_dir = cfg.run_dir or None
     size = cfg.population.size
     is_pop = size > 1

@@ -164,3 +164,22 @@ def replicated(mesh: Any, tree: Any, population: bool = False) -> Any:
 
     spec = P(SEED_AXIS) if population else P()
     return jax.tree.map(lambda _: NamedSharding(mesh, spec), tree)
+
+
+def pql_role_devices(devices: list | None = None) -> tuple[Any, Any, Any]:
+    """Devices of PQL's parallel roles ``(actor, V-learner, P-learner)``.
+
+    3+ devices: devices 0, 1, 2 (one role each); 2 devices: the actor (env simulation) on
+    device 0, both learners on device 1; 1 device: all three roles share it and overlap
+    asynchronously (their programs are dispatched from separate host threads).
+    """
+    import jax
+
+    devices = list(devices if devices is not None else jax.devices())
+    if not devices:
+        raise ValueError("pql_role_devices: no devices")
+    if len(devices) >= 3:
+        return devices[0], devices[1], devices[2]
+    if len(devices) == 2:
+        return devices[0], devices[1], devices[1]
+    return devices[0], devices[0], devices[0]

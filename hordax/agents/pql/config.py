@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+PQL_MODES = ("sync", "parallel")
+
 
 @dataclass
 class PQLConfig:
@@ -12,6 +14,11 @@ class PQLConfig:
     critic, n-step returns, replay buffer in the train state, mixed exploration."""
 
     name: str = "pql"
+    mode: str = "sync"
+    """sync: one jitted schedule that realizes the ratios exactly (``train(key)``);
+    parallel: actor, V-learner and P-learner concurrently on their own devices (or
+    asynchronously on one), ratios enforced by waiting and measured
+    (``hordax.training.pql_parallel``; no populations, checkpoints or resume)."""
     actor_lr: float = 5e-4
     """Adam step size of the actor."""
     critic_lr: float = 5e-4
@@ -74,6 +81,9 @@ def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
             raise ValueError(f"{key}={value}: {allowed}")
 
     fin = math.isfinite
+    need(
+        cfg.mode in PQL_MODES, "agent.mode", repr(cfg.mode), f"allowed values are {list(PQL_MODES)}"
+    )
     for k in ("actor_lr", "critic_lr", "max_grad_norm", "reward_scale"):
         v = getattr(cfg, k)
         need(fin(v) and v > 0, f"agent.{k}", v, "must be a finite number > 0")

@@ -1,0 +1,523 @@
+"""PQL, parallel mode (``agent.mode=parallel``): actor, V-learner and P-learner run
+concurrently, each a jitted program committed to its own device
+(:func:`hordax.training.sharding.pql_role_devices`), driven by its own host thread (a
+jitted call releases the GIL, so the three overlap), exchanging parameters and data:
+
+- **actor**: rollouts of ``T = trainer.rollout_length`` steps of all envs with the newest
+  actor parameters it has received (mixed exploration; uniform actions for the first
+  ``warmup_updates`` rollouts); n-step rows (raw observations) go to the V-learner, their
+  observations to the P-learner, and the running observation statistics to both;
+- **V-learner**: owns the replay buffer; inserts new rows, runs critic updates in groups
+  of ``beta_pv`` (sampled batches normalized with the newest statistics), publishes the
+  critic parameters to the P-learner;
+- **P-learner**: owns an observation-only copy of the buffer; one actor update per group,
+  against the newest critic; publishes the actor parameters to the actor and V-learner.
+
+The math is the synchronous trainer's (:class:`~hordax.training.off_policy.PQLTrainer`'s
+``critic_batch``, :meth:`PQLAgent.critic_update <hordax.agents.pql.PQLAgent.critic_update>`,
+``actor_update``, ``n_step_transitions``, ``update_stats``); only the schedule differs.
+
+Ratio control (as in the PQL paper, a role ahead of its target waits on a condition
+variable). With ``C`` collection steps, ``Nc`` critic and ``Na`` actor updates so far:
+
+- the actor may start a rollout when ``Nc >= beta_av * (C - T)``: the critic has done the
+  updates of all data but the newest rollout (the actor runs at most one rollout ahead);
+- the V-learner may run group ``j`` (``beta_pv`` updates) when ``Nc + beta_pv <= beta_av * C``
+  (enough data) and ``Na >= j - 1`` (at most one group ahead of the P-learner);
+- the P-learner may run actor update ``i`` when ``Nc >= beta_pv * (i + 1)``.
+
+After the actor's last rollout the learners finish the updates that data is owed, so a
+run performs exactly the synchronous trainer's update counts. The achieved ratios are
+measured at every chunk boundary (``ratio_av = Nc / C``, ``ratio_pv = Nc / Na``) and at the
+end of collection, next to each role's busy and waiting time, in ``metrics.jsonl`` and the
+JSON summary.
+
+Not a pure ``train(key)`` (three host threads), and not bitwise deterministic: which
+actor parameters a rollout uses and which critic an actor update sees depend on timing.
+Not supported (clear errors in :func:`hordax.training.config.validate`): populations,
+checkpoints and resume; ``mesh`` settings are not used.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hordax.training import replay, sharding
+from hordax.training.off_policy import (
+    NormalizedPolicy,
+    OffPolicyState,
+    PQLTrainer,
+    n_step_transitions,
+    normalize,
+    update_stats,
+)
+from hordax.training.on_policy import episode_metrics
+from hordax.training.rollout import rollout
+
+ROLES = ("actor", "v_learner", "p_learner")
+
+
+class _AbortError(Exception):
+    """Another role failed (or the host asked to stop): leave the role loop."""
+
+
+@dataclass
+class _Shared:
+    """Host-side state of a parallel run, guarded by ``cond``."""
+
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    collection_steps: int = 0  # C: collection steps (one step of all envs) so far
+    critic_updates: int = 0  # Nc
+    actor_updates: int = 0  # Na
+    v_inbox: list = field(default_factory=list)  # n-step rows on the V device
+    p_inbox: list = field(default_factory=list)  # observations on the P device
+    stats_v: Any = None  # newest obs statistics, on the V / P device
+    stats_p: Any = None
+    actor_for_actor: Any = None  # newest actor params, on the actor / V device
+    actor_for_v: Any = None
+    critic_for_p: Any = None  # newest critic params on the P device
+    last_v: Any = None  # newest critic-update metrics
+    last_p: Any = None  # newest actor-update metrics
+    error: BaseException | None = None
+    busy_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
+    wait_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
+
+
+@dataclass
+class ParallelResult:
+    """What :meth:`ParallelPQL.run` returns."""
+
+    state: OffPolicyState  # final state: actor from the P-learner, critics from the V-learner
+    rows: list[dict]  # one row per chunk (see :meth:`ParallelPQL.run`)
+    summary: dict  # counts, achieved ratios, busy/wait seconds, role devices
+    placed: dict  # role -> sorted device names its outputs actually lived on
+
+
+class ParallelPQL:
+    """PQL's parallel mode over an existing :class:`PQLTrainer` (env stack, agent, sizes).
+
+    Args:
+        trainer: the synchronous trainer whose math and sizes are used.
+        num_rollouts: actor rollouts in the run (``resolved.num_updates``).
+        chunk_rollouts: rollouts per logged row (``resolved.chunk_updates``).
+        devices: candidate devices (default ``jax.devices()``), assigned to the roles by
+            :func:`~hordax.training.sharding.pql_role_devices`.
+    """
+
+    def __init__(
+        self,
+        trainer: PQLTrainer,
+        num_rollouts: int,
+        chunk_rollouts: int,
+        devices: list | None = None,
+    ):
+        self.t = trainer
+        self.acfg = trainer.agent_cfg
+        self.agent = trainer.agent
+        self.T = int(trainer.cfg.rollout_length)
+        self.num_envs = int(trainer.cfg.num_envs)
+        self.num_rollouts, self.chunk_rollouts = int(num_rollouts), int(chunk_rollouts)
+        self.devices = dict(zip(ROLES, sharding.pql_role_devices(devices), strict=True))
+        self.group = int(self.acfg.beta_pv)  # critic updates per V-learner call
+        self.critic_total = trainer.critic_updates * self.num_rollouts
+        self.actor_total = self.critic_total // self.group
+        acfg, agent, t = self.acfg, self.agent, trainer
+
+        def collect(act_state, env_state, obs, stats, key):
+            key, k = jax.random.split(key)
+            env_state, obs, tr = rollout(
+                t.env, t.env_params, NormalizedPolicy(agent, stats), act_state, env_state,
+                obs, k, self.T,
+            )  # fmt: skip
+            rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
+            return env_state, obs, update_stats(stats, tr), key, rows, episode_metrics(tr.info)
+
+        def critic_group(state, buffer, stats, key):
+            def step(st, k):
+                k_sample, k_noise = jax.random.split(k)
+                return agent.critic_update(st, t.critic_batch(buffer, stats, k_sample), k_noise)
+
+            st, m = jax.lax.scan(step, state, jax.random.split(key, self.group))
+            return st, jax.tree.map(jnp.mean, m)
+
+        def actor_step(state, obs_buffer, stats, key):
+            obs = normalize(replay.sample(obs_buffer, key, acfg.batch_size), stats)
+            return agent.actor_update(state, obs)
+
+        self._collect = jax.jit(collect)
+        self._critic_group = jax.jit(critic_group)
+        self._actor_step = jax.jit(actor_step)
+        self._insert = jax.jit(replay.add)
+
+    # --- helpers -------------------------------------------------------------------------
+    def _wait(self, sh: _Shared, role: str, ready: Callable[[], bool]) -> None:
+        t0 = time.perf_counter()
+        with sh.cond:
+            while sh.error is None and not ready():
+                sh.cond.wait(timeout=1.0)
+            if sh.error is not None:
+                raise _AbortError
+        sh.wait_s[role] += time.perf_counter() - t0
+
+    def _busy(self, sh: _Shared, role: str, fn: Callable[..., Any], *args: Any) -> Any:
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        sh.busy_s[role] += time.perf_counter() - t0
+        return out
+
+    def _role(self, sh: _Shared, role: str, body: Callable[[], None]) -> Callable[[], None]:
+        def target() -> None:
+            try:
+                body()
+            except _AbortError:
+                pass
+            except BaseException as e:  # noqa: BLE001 (re-raised by the host thread)
+                with sh.cond:
+                    sh.error = sh.error or e
+                    sh.cond.notify_all()
+
+        return target
+
+    # --- the run -------------------------------------------------------------------------
+    def run(self, key: jax.Array, on_row: Callable[[dict], None] | None = None) -> ParallelResult:
+        """Train; ``on_row(row)`` is called on the calling thread after every chunk.
+
+        A row: ``chunk``, ``env_steps``, ``wall_s`` (since the roles started), episode
+        sums (``episode_count``, ``episode_return_sum``, ...) of the chunk's rollouts, the
+        counts ``collection_steps``, ``critic_updates``, ``actor_updates``, the achieved
+        ``ratio_av`` and ``ratio_pv`` at that moment, the newest losses and each role's
+        ``busy_s/<role>`` and ``wait_s/<role>`` so far.
+        """
+        dev = self.devices
+        s0 = jax.jit(self.t.init)(key)
+        sh = _Shared()
+        put = jax.device_put
+        # Actor: env, obs, key, statistics and an agent state to act with.
+        a_state = put(s0.agent, dev["actor"])
+        a_env = put((s0.env_state, s0.obs, s0.obs_stats, s0.key), dev["actor"])
+        # V-learner: the agent state (critic side) and the replay buffer.
+        v_state = put(s0.agent, dev["v_learner"])
+        v_buffer = put(s0.buffer, dev["v_learner"])
+        # P-learner: the agent state (actor side) and an observation-only buffer.
+        p_state = put(s0.agent, dev["p_learner"])
+        obs_row = jnp.zeros(self.t.obs_shape, jnp.float32)
+        p_buffer = put(replay.init_buffer(obs_row, self.acfg.buffer_size), dev["p_learner"])
+        sh.stats_v = put(s0.obs_stats, dev["v_learner"])
+        sh.stats_p = put(s0.obs_stats, dev["p_learner"])
+        sh.actor_for_actor = a_state.params["actor"]
+        sh.actor_for_v = v_state.params["actor"]
+        sh.critic_for_p = p_state.params["critic"]
+        key_v, key_p = jax.random.split(jax.random.fold_in(key, 1))
+        k_v, k_p = put(key_v, dev["v_learner"]), put(key_p, dev["p_learner"])
+        # Compile every program on its device before the clock starts (jit caches per
+        # device), so busy times and wall_s measure running, not compiling.
+        t_compile = time.perf_counter()
+        out = self._collect(a_state, *a_env)
+        rows0 = out[4]
+        self._insert(v_buffer, put(rows0, dev["v_learner"]))
+        self._insert(p_buffer, put(rows0.obs, dev["p_learner"]))
+        self._critic_group(v_state, v_buffer, sh.stats_v, k_v)
+        jax.block_until_ready(self._actor_step(p_state, p_buffer, sh.stats_p, k_p))
+        self.compile_s = time.perf_counter() - t_compile
+        rows_out: list[dict] = []
+        final: dict[str, Any] = {}
+        pending: list[dict] = []  # chunk rows made by the actor, handed to the host thread
+        T, beta_av, group = self.T, float(self.acfg.beta_av), self.group
+
+        def actor() -> None:
+            env_state, obs, stats, k = a_env
+            st = a_state
+            eps: list[dict] = []
+            for r in range(self.num_rollouts):
+                c_now = r * T
+                self._wait(sh, "actor", lambda c=c_now: sh.critic_updates >= beta_av * (c - T))
+                with sh.cond:
+                    params = sh.actor_for_actor
+                st = st.replace(params={**st.params, "actor": params}, update=jnp.int32(r))
+                env_state, obs, stats, k, rows, ep = self._busy(
+                    sh, "actor", self._collect, st, env_state, obs, stats, k
+                )
+                rows_v, stats_v = put((rows, stats), dev["v_learner"])
+                obs_p, stats_p = put((rows.obs, stats), dev["p_learner"])
+                with sh.cond:
+                    sh.v_inbox.append(rows_v)
+                    sh.p_inbox.append(obs_p)
+                    sh.stats_v, sh.stats_p = stats_v, stats_p
+                    sh.collection_steps += T
+                    snap = (sh.collection_steps, sh.critic_updates, sh.actor_updates)
+                    sh.cond.notify_all()
+                eps.append(ep)
+                if (r + 1) % self.chunk_rollouts == 0:
+                    row = self._row(sh, r // self.chunk_rollouts, eps, snap)
+                    eps = []
+                    with sh.cond:
+                        pending.append(row)
+                        sh.cond.notify_all()
+            with sh.cond:
+                final["collection_end"] = (
+                    sh.collection_steps,
+                    sh.critic_updates,
+                    sh.actor_updates,
+                    time.perf_counter(),
+                )
+                final["actor"] = (env_state, obs, stats, k)
+                final["actor_rows"] = rows
+
+        def v_learner() -> None:
+            state, buffer = v_state, v_buffer
+            for j in range(self.critic_total // group):
+                self._wait(
+                    sh,
+                    "v_learner",
+                    lambda j=j: (
+                        (j + 1) * group <= beta_av * sh.collection_steps
+                        and sh.actor_updates >= j - 1
+                    ),
+                )
+                with sh.cond:
+                    inbox, sh.v_inbox = sh.v_inbox, []
+                    stats, actor_params = sh.stats_v, sh.actor_for_v
+                for rows in inbox:
+                    buffer = self._busy(sh, "v_learner", self._insert, buffer, rows)
+                state = state.replace(params={**state.params, "actor": actor_params})
+                state, m = self._busy(
+                    sh, "v_learner", self._critic_group, state, buffer, stats,
+                    jax.random.fold_in(k_v, j),
+                )  # fmt: skip
+                critic_p = put(state.params["critic"], dev["p_learner"])
+                with sh.cond:
+                    sh.critic_updates += group
+                    sh.critic_for_p, sh.last_v = critic_p, m
+                    sh.cond.notify_all()
+            final["v"] = (state, buffer)
+
+        def p_learner() -> None:
+            state, buffer = p_state, p_buffer
+            for i in range(self.actor_total):
+                self._wait(sh, "p_learner", lambda i=i: sh.critic_updates >= group * (i + 1))
+                with sh.cond:
+                    inbox, sh.p_inbox = sh.p_inbox, []
+                    stats, critic = sh.stats_p, sh.critic_for_p
+                for obs in inbox:
+                    buffer = self._busy(sh, "p_learner", self._insert, buffer, obs)
+                state = state.replace(params={**state.params, "critic": critic})
+                state, m = self._busy(
+                    sh, "p_learner", self._actor_step, state, buffer, stats,
+                    jax.random.fold_in(k_p, i),
+                )  # fmt: skip
+                a_for_actor, a_for_v = (put(state.params["actor"], dev[r]) for r in ROLES[:2])
+                with sh.cond:
+                    sh.actor_updates += 1
+                    sh.actor_for_actor, sh.actor_for_v, sh.last_p = a_for_actor, a_for_v, m
+                    sh.cond.notify_all()
+            final["p"] = state
+
+        threads = [
+            threading.Thread(target=self._role(sh, name, body), name=f"pql-{name}", daemon=True)
+            for name, body in zip(ROLES, (actor, v_learner, p_learner), strict=True)
+        ]
+        self._t0 = time.perf_counter()
+        for th in threads:
+            th.start()
+        try:
+            running = True
+            while running:
+                with sh.cond:
+                    running = any(t.is_alive() for t in threads)
+                    while not pending and sh.error is None and running:
+                        sh.cond.wait(timeout=0.5)
+                        running = any(t.is_alive() for t in threads)
+                    rows, pending[:] = list(pending), []
+                    error = sh.error
+                for row in rows:
+                    rows_out.append(row)
+                    if on_row is not None:
+                        on_row(row)
+                if error is not None:
+                    raise error
+        except BaseException as e:
+            with sh.cond:
+                sh.error = sh.error or e
+                sh.cond.notify_all()
+            for th in threads:
+                th.join()
+            raise
+        for th in threads:
+            th.join()
+        return self._finish(sh, final, rows_out, s0)
+
+    def _row(self, sh: _Shared, chunk: int, eps: list[dict], snap: tuple) -> dict:
+        """A chunk row (computed on the actor thread; syncs on the chunk's episode sums)."""
+        c, nc, na = snap
+        from hordax.training.run import summarize_chunk
+
+        ep = jax.device_get(eps)
+        row: dict[str, Any] = {
+            "chunk": chunk,
+            "env_steps": c * self.num_envs,
+            "wall_s": round(time.perf_counter() - self._t0, 3),
+        }
+        row.update(summarize_chunk({k: np.asarray([e[k] for e in ep]) for k in ep[0]}))
+        with sh.cond:
+            last = {**(sh.last_v or {}), **(sh.last_p or {})}
+            busy, wait = dict(sh.busy_s), dict(sh.wait_s)
+        for k, v in jax.device_get(last).items():
+            row[k] = float(v)
+        row.update(
+            collection_steps=c,
+            critic_updates=nc,
+            actor_updates=na,
+            ratio_av=nc / c,
+            ratio_pv=nc / na if na else math.nan,
+        )
+        for name in ROLES:
+            row[f"busy_s/{name}"] = round(busy[name], 3)
+            row[f"wait_s/{name}"] = round(wait[name], 3)
+        return row
+
+    def _finish(self, sh: _Shared, final: dict, rows: list[dict], s0: Any) -> ParallelResult:
+        end = time.perf_counter()
+        v_state, buffer = final["v"]
+        p_state = final["p"]
+        env_state, obs, stats, key = final["actor"]
+        placed = {
+            "actor": _device_names((env_state, obs, stats, final["actor_rows"])),
+            "v_learner": _device_names((v_state, buffer)),
+            "p_learner": _device_names(p_state),
+        }
+        home = self.devices["actor"]
+        v_state, buffer, p_state = jax.device_put((v_state, buffer, p_state), home)
+        agent = v_state.replace(
+            params={**v_state.params, "actor": p_state.params["actor"]},
+            actor_opt=p_state.actor_opt,
+            actor_updates=p_state.actor_updates,
+            update=jnp.int32(self.num_rollouts),
+        )
+        state = OffPolicyState(
+            agent, env_state, obs, key, jnp.int32(self.num_rollouts), buffer, stats
+        )
+        c_end, nc_end, na_end, t_end = final["collection_end"]
+        summary = {
+            "mode": "parallel",
+            "role_devices": {r: str(d) for r, d in self.devices.items()},
+            "collection_steps": sh.collection_steps,
+            "critic_updates": sh.critic_updates,
+            "actor_updates": sh.actor_updates,
+            "target_ratio_av": float(self.acfg.beta_av),
+            "target_ratio_pv": float(self.acfg.beta_pv),
+            "ratio_av": sh.critic_updates / sh.collection_steps,
+            "ratio_pv": sh.critic_updates / sh.actor_updates,
+            # At the end of collection, before the learners finish what the data is owed.
+            "ratio_av_at_collection_end": nc_end / c_end,
+            "ratio_pv_at_collection_end": nc_end / na_end if na_end else math.nan,
+            "drain_s": round(end - t_end, 3),
+            "compile_s": round(self.compile_s, 3),
+            "roles_wall_s": round(end - self._t0, 3),
+            "busy_s": {r: round(v, 3) for r, v in sh.busy_s.items()},
+            "wait_s": {r: round(v, 3) for r, v in sh.wait_s.items()},
+        }
+        return ParallelResult(state, rows, summary, placed)
+
+
+def _device_names(tree: Any) -> list[str]:
+    return sorted({str(d) for x in jax.tree.leaves(tree) for d in x.devices()})
+
+
+_FINITE_KEYS = ("critic_loss", "critic_grad_norm", "actor_loss", "actor_grad_norm")
+
+
+def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
+    """``train_and_log`` for ``agent.mode=parallel``: progress bar, ``metrics.jsonl``,
+    logger, NaN guard (on the newest losses of each chunk and the final parameters),
+    ``params.msgpack`` and the JSON summary (with a ``parallel`` section: counts, achieved
+    ratios, busy/wait seconds per role, role devices). No checkpoints, resume or
+    populations (:func:`hordax.training.config.validate` rejects them)."""
+    import os
+
+    from flax import serialization
+    from tqdm.auto import tqdm
+
+    from hordax.training import run as run_mod
+    from hordax.training.logging import make_logger
+
+    run_dir = cfg.run_dir or None
+    t_start = time.perf_counter()
+    trainer = PQLTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
+    par = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates)
+    logger = make_logger(cfg.logger, run_dir, cfg)
+    metrics_file, _ = run_mod._open_metrics(run_dir, 0)
+    steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
+    bar = tqdm(
+        total=resolved.env_steps,
+        unit="step",
+        unit_scale=True,
+        disable=not cfg.progress,
+        dynamic_ncols=True,
+        desc=f"{cfg.env.id} pql parallel",
+    )
+    last: dict = {}
+
+    def on_row(row: dict) -> None:
+        row = {**row, "sps": row["env_steps"] / row["wall_s"] if row["wall_s"] else math.nan}
+        last.clear()
+        last.update(row)
+        if metrics_file:
+            metrics_file.write(json.dumps(row) + "\n")
+            metrics_file.flush()
+        bad = [k for k in _FINITE_KEYS if k in row and not math.isfinite(row[k])]
+        if bad:
+            raise run_mod.NonFiniteError(
+                f"non-finite {' and '.join(bad)} by chunk {row['chunk']} (parallel mode; "
+                "no checkpoint kept: checkpoints are not supported in parallel mode)"
+            )
+        logger.log(row, step=row["env_steps"])
+        bar.update(steps_per_chunk)
+        bar.set_postfix(ret=f"{row['episode_return']:.1f}", sps=f"{row['sps']:.3g}")
+
+    try:
+        result = par.run(jax.random.key(cfg.seed), on_row)
+    finally:
+        bar.close()
+        if metrics_file:
+            metrics_file.close()
+    saved = run_mod.saved_agent(result.state)
+    if not all(bool(np.all(np.isfinite(x))) for x in jax.tree.leaves(saved["params"])):
+        raise run_mod.NonFiniteError("non-finite parameters at the end (parallel mode)")
+    if run_dir:
+        with open(os.path.join(run_dir, "params.msgpack"), "wb") as f:
+            f.write(serialization.to_bytes(jax.device_get(saved)))
+    par_summary = result.summary
+    run_s = par_summary["roles_wall_s"]
+    summary: dict[str, Any] = {
+        "env": cfg.env.id,
+        "agent": cfg.agent.name,
+        "mode": "parallel",
+        "seed": cfg.seed,
+        "env_steps": resolved.env_steps,
+        "wall_s": round(time.perf_counter() - t_start, 3),
+        "compile_s": par_summary["compile_s"],
+        "sps": round(resolved.env_steps / run_s, 1) if run_s > 0 else math.nan,
+        "final_return": last.get("episode_return", math.nan),
+        "final_episode_length": last.get("episode_length", math.nan),
+        "params_checksum": run_mod.params_checksum(saved),
+        "metrics": {k[len("task/") :]: v for k, v in last.items() if k.startswith("task/")},
+        "devices": len({str(d) for d in par.devices.values()}),
+        "resumed_from_chunk": None,
+        "run_dir": run_dir,
+        "parallel": {k: v for k, v in par_summary.items() if k != "mode"},
+    }
+    if run_dir:
+        with open(os.path.join(run_dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+    logger.finish(summary)
+    return summary
