@@ -7,6 +7,11 @@ return reaches the threshold, plus compile time. Writes a PNG of return vs wall 
 
     python benchmarks/pql_vs_ppo.py --env Pendulum-v1 --threshold -200 --out bench/pql_vs_ppo
 
+``--parallel`` adds a third curve, ``pql-parallel``: the same PQL config with
+``agent.mode=parallel`` (actor, V-learner and P-learner concurrently, see
+``hordax/training/pql_parallel.py``); its summary also gives the achieved update ratios and
+each role's busy time. ``--extra KEY=VALUE`` (repeatable) is passed to every run.
+
 Training returns include exploration noise (PPO: its Gaussian policy; PQL: per-env noise
 up to sigma_max), so both are measured the same, pessimistic way.
 """
@@ -21,8 +26,8 @@ import sys
 from pathlib import Path
 
 
-def run(env_id: str, agent: str, out: Path, seed: int, extra: list[str]) -> dict:
-    run_dir = out / f"{env_id}_{agent}_s{seed}"
+def run(env_id: str, agent: str, out: Path, seed: int, extra: list[str], label: str = "") -> dict:
+    run_dir = out / f"{env_id}_{label or agent}_s{seed}"
     cmd = [
         sys.executable,
         "-m",
@@ -56,15 +61,22 @@ def main() -> None:
     ap.add_argument("--threshold", type=float, default=-200.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="bench/pql_vs_ppo")
+    ap.add_argument(
+        "--parallel", action="store_true", help="also run PQL's parallel mode (third curve)"
+    )
+    ap.add_argument("--extra", action="append", default=[], help="override for every run")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    for agent in ("pql", "ppo"):
-        res = run(args.env, agent, out, args.seed, [])
+    runs = [("pql", "pql", []), ("ppo", "ppo", [])]
+    if args.parallel:
+        runs.append(("pql-parallel", "pql", ["agent.mode=parallel"]))
+    for label, agent, extra in runs:
+        res = run(args.env, agent, out, args.seed, [*extra, *args.extra], label)
         t, steps = time_to(res["rows"], args.threshold)
         s = res["summary"]
-        results[agent] = {
+        results[label] = {
             "time_to_threshold_s": t,
             "env_steps_to_threshold": steps,
             "compile_s": s["compile_s"],
@@ -73,13 +85,15 @@ def main() -> None:
             "env_steps": s["env_steps"],
             "curve": [(r["wall_s"], r.get("episode_return")) for r in res["rows"]],
         }
+        if "parallel" in s:  # achieved ratios, busy/wait seconds per role, role devices
+            results[label]["parallel"] = s["parallel"]
         print(
             json.dumps(
                 {
                     "env": args.env,
-                    "agent": agent,
+                    "agent": label,
                     "threshold": args.threshold,
-                    **{k: v for k, v in results[agent].items() if k != "curve"},
+                    **{k: v for k, v in results[label].items() if k != "curve"},
                 }
             ),
             flush=True,
@@ -98,7 +112,9 @@ def main() -> None:
     ax.axhline(args.threshold, color="gray", ls="--", label=f"threshold {args.threshold:g}")
     ax.set_xlabel("wall time after compilation [s]")
     ax.set_ylabel("mean training episode return")
-    ax.set_title(f"{args.env}: PQL vs PPO (seed {args.seed}, {os.cpu_count()} CPU cores)")
+    ax.set_title(
+        f"{args.env}: {' vs '.join(results)} (seed {args.seed}, {os.cpu_count()} CPU cores)"
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / f"{args.env}_pql_vs_ppo.png", dpi=100)
