@@ -358,9 +358,11 @@ def test_distributional__critic_and_actor_updates_run_and_learn_a_constant():
 
 
 @pytest.mark.slow
-def test_pql__learns_pendulum():
+@pytest.mark.parametrize("normalize_obs", [False, True])
+def test_pql__learns_pendulum(normalize_obs):
     """Half of configs/tuned/Pendulum-v1_pql.yaml's budget (51k steps): the mean training
-    return (exploration noise included) of the last fifth is >= -250."""
+    return (exploration noise included) of the last fifth is >= -250, with and without
+    observation normalization (raw buffer, batches normalized at sample time)."""
     acfg = PQLConfig(
         batch_size=256,
         buffer_size=100_000,
@@ -368,7 +370,7 @@ def test_pql__learns_pendulum():
         beta_pv=2,
         reward_scale=0.1,
         sigma_max=0.4,
-        normalize_obs=False,
+        normalize_obs=normalize_obs,
         hidden_sizes=[128, 128],
     )
     tcfg = OnPolicyTrainerConfig(
