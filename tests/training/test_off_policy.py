@@ -384,3 +384,37 @@ def test_pql__learns_pendulum(normalize_obs):
     ret = float(m["episode_return_sum"][tail].sum() / m["episode_count"][tail].sum())
     assert ret >= -250, ret
     assert int(state.agent.critic_updates) == resolved.num_updates * 32
+
+
+@pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 host devices (tests/conftest.py)")
+def test_normalize_obs__sharded_and_population_programs():
+    """The CLI's programs (make_programs): the env batch split over 4 devices gives the
+    1-device run's statistics and buffer (the stats are replicated, merged over all envs);
+    a population of 2 carries one set of statistics per member."""
+    from hordax.training.population import PopulationConfig
+    from hordax.training.run import make_programs
+    from hordax.training.sharding import MeshConfig
+
+    acfg = PQLConfig(batch_size=16, buffer_size=64, beta_av=1.0, hidden_sizes=[16])
+    tcfg = OnPolicyTrainerConfig(num_envs=8, rollout_length=4, total_env_steps=64, num_chunks=1)
+    env, params = make("Pendulum-v1")
+
+    def run(mesh, size=1):
+        cfg = TrainConfig(
+            agent=acfg, trainer=tcfg, mesh=mesh, population=PopulationConfig(size=size)
+        )
+        resolved = validate(cfg)
+        progs = make_programs(cfg, PQLTrainer(tcfg, acfg, env, params, resolved), resolved)
+        state, _ = progs.chunk(progs.init(*progs.init_args))
+        return state, progs
+
+    s1, _ = run(MeshConfig(seed=1, data=1))
+    s4, p4 = run(MeshConfig(seed=1, data=4))
+    assert p4.mesh.shape["data"] == 4
+    np.testing.assert_allclose(s4.obs_stats.mean, s1.obs_stats.mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s4.obs_stats.var, s1.obs_stats.var, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s4.buffer.data.obs, s1.buffer.data.obs, rtol=1e-5, atol=1e-5)
+    assert s4.obs_stats.mean.sharding.is_fully_replicated
+    sp, _ = run(MeshConfig(seed=2, data=1), size=2)
+    assert sp.obs_stats.mean.shape == (2, 3) and float(sp.obs_stats.count[0]) > 8
+    np.testing.assert_allclose(sp.obs_stats.mean[0], s1.obs_stats.mean, rtol=1e-5, atol=1e-6)
