@@ -192,8 +192,9 @@ class ParallelPQL:
     def run(self, key: jax.Array, on_row: Callable[[dict], None] | None = None) -> ParallelResult:
         """Train; ``on_row(row)`` is called on the calling thread after every chunk.
 
-        A row: ``chunk``, ``env_steps``, ``wall_s`` (since the roles started), episode
-        sums (``episode_count``, ``episode_return_sum``, ...) of the chunk's rollouts, the
+        A row: ``chunk``, ``env_steps``, ``wall_s`` (since the roles started), the
+        chunk's episode statistics as ``run.summarize_chunk`` gives them (``episodes``,
+        ``episode_return``, ``episode_length``, task metrics), the
         counts ``collection_steps``, ``critic_updates``, ``actor_updates``, the achieved
         ``ratio_av`` and ``ratio_pv`` at that moment, the newest losses and each role's
         ``busy_s/<role>`` and ``wait_s/<role>`` so far.
