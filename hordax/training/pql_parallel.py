@@ -13,6 +13,10 @@ jitted call releases the GIL, so the three overlap), exchanging parameters and d
 - **P-learner**: owns an observation-only copy of the buffer; one actor update per group,
   against the newest critic; publishes the actor parameters to the actor and V-learner.
 
+Each jitted learner call does ``k = agent.parallel_groups_per_call`` units of work (the
+V-learner ``k`` groups, the P-learner ``k`` actor updates against one critic), which
+amortizes the per-call host overhead when single updates are tiny.
+
 The math is the synchronous trainer's (:class:`~hordax.training.off_policy.PQLTrainer`'s
 ``critic_batch``, :meth:`PQLAgent.critic_update <hordax.agents.pql.PQLAgent.critic_update>`,
 ``actor_update``, ``n_step_transitions``, ``update_stats``); only the schedule differs.
@@ -22,9 +26,11 @@ variable). With ``C`` collection steps, ``Nc`` critic and ``Na`` actor updates s
 
 - the actor may start a rollout when ``Nc >= beta_av * (C - T)``: the critic has done the
   updates of all data but the newest rollout (the actor runs at most one rollout ahead);
-- the V-learner may run group ``j`` (``beta_pv`` updates) when ``Nc + beta_pv <= beta_av * C``
-  (enough data) and ``Na >= j - 1`` (at most one group ahead of the P-learner);
-- the P-learner may run actor update ``i`` when ``Nc >= beta_pv * (i + 1)``.
+- the V-learner may run call ``j`` (``k`` groups of ``beta_pv`` updates) when
+  ``Nc + k beta_pv <= beta_av * C`` (enough data) and ``Na >= (j - 1) k`` (at most one call
+  ahead of the P-learner);
+- the P-learner may run call ``i`` (actor updates ``i k + 1 .. (i + 1) k``) when
+  ``Nc >= beta_pv k (i + 1)``.
 
 After the actor's last rollout the learners finish the updates that data is owed, so a
 run performs exactly the synchronous trainer's update counts. The achieved ratios are
@@ -128,9 +134,10 @@ class ParallelPQL:
         self.num_envs = int(trainer.cfg.num_envs)
         self.num_rollouts, self.chunk_rollouts = int(num_rollouts), int(chunk_rollouts)
         self.devices = dict(zip(ROLES, sharding.pql_role_devices(devices), strict=True))
-        self.group = int(self.acfg.beta_pv)  # critic updates per V-learner call
+        self.k = int(self.acfg.parallel_groups_per_call)  # units of work per learner call
+        self.group = int(self.acfg.beta_pv) * self.k  # critic updates per V-learner call
         self.critic_total = trainer.critic_updates * self.num_rollouts
-        self.actor_total = self.critic_total // self.group
+        self.actor_total = self.critic_total // int(self.acfg.beta_pv)
         acfg, agent, t = self.acfg, self.agent, trainer
 
         def collect(act_state, env_state, obs, stats, key):
@@ -151,8 +158,12 @@ class ParallelPQL:
             return st, jax.tree.map(jnp.mean, m)
 
         def actor_step(state, obs_buffer, stats, key):
-            obs = normalize(replay.sample(obs_buffer, key, acfg.batch_size), stats)
-            return agent.actor_update(state, obs)
+            def step(st, k):
+                obs = normalize(replay.sample(obs_buffer, k, acfg.batch_size), stats)
+                return agent.actor_update(st, obs)
+
+            st, m = jax.lax.scan(step, state, jax.random.split(key, self.k))
+            return st, jax.tree.map(jnp.mean, m)
 
         self._collect = jax.jit(collect)
         self._critic_group = jax.jit(critic_group)
@@ -233,7 +244,7 @@ class ParallelPQL:
         rows_out: list[dict] = []
         final: dict[str, Any] = {}
         pending: list[dict] = []  # chunk rows made by the actor, handed to the host thread
-        T, beta_av, group = self.T, float(self.acfg.beta_av), self.group
+        T, beta_av, group, kk = self.T, float(self.acfg.beta_av), self.group, self.k
 
         def actor() -> None:
             env_state, obs, stats, k = a_env
@@ -282,7 +293,7 @@ class ParallelPQL:
                     "v_learner",
                     lambda j=j: (
                         (j + 1) * group <= beta_av * sh.collection_steps
-                        and sh.actor_updates >= j - 1
+                        and sh.actor_updates >= (j - 1) * kk
                     ),
                 )
                 with sh.cond:
@@ -304,7 +315,7 @@ class ParallelPQL:
 
         def p_learner() -> None:
             state, buffer = p_state, p_buffer
-            for i in range(self.actor_total):
+            for i in range(self.actor_total // kk):
                 self._wait(sh, "p_learner", lambda i=i: sh.critic_updates >= group * (i + 1))
                 with sh.cond:
                     inbox, sh.p_inbox = sh.p_inbox, []
@@ -318,7 +329,7 @@ class ParallelPQL:
                 )  # fmt: skip
                 a_for_actor, a_for_v = (put(state.params["actor"], dev[r]) for r in ROLES[:2])
                 with sh.cond:
-                    sh.actor_updates += 1
+                    sh.actor_updates += kk
                     sh.actor_for_actor, sh.actor_for_v, sh.last_p = a_for_actor, a_for_v, m
                     sh.cond.notify_all()
             final["p"] = state

@@ -32,11 +32,12 @@ def _trainer(acfg: PQLConfig, tcfg: OnPolicyTrainerConfig):
 
 
 @functools.cache
-def _tiny_run(num_devices: int):
-    """beta_av=1.5, T=4: 6 critic updates per rollout; beta_pv=3: 2 actor updates."""
+def _tiny_run(num_devices: int, k: int = 1):
+    """beta_av=1.5, T=4: 6 critic updates per rollout; beta_pv=3: 2 actor updates;
+    ``k`` groups / actor updates per learner call."""
     acfg = PQLConfig(
         mode="parallel", batch_size=16, buffer_size=128, beta_av=1.5, beta_pv=3,
-        hidden_sizes=[16], normalize_obs=True,
+        hidden_sizes=[16], normalize_obs=True, parallel_groups_per_call=k,
     )  # fmt: skip
     tcfg = OnPolicyTrainerConfig(
         num_envs=4, rollout_length=4, total_env_steps=16 * 24, num_chunks=6
@@ -56,9 +57,9 @@ def test_role_devices__assignment_by_device_count():
     assert sharding.pql_role_devices(d[:1]) == (d[0], d[0], d[0])
 
 
-@pytest.mark.parametrize("num_devices", [3, 1])
-def test_parallel__roles_run_on_their_devices_and_counts_match_sync(num_devices):
-    par, resolved, out = _tiny_run(num_devices)
+@pytest.mark.parametrize("num_devices,k", [(3, 1), (1, 1), (3, 2)])
+def test_parallel__roles_run_on_their_devices_and_counts_match_sync(num_devices, k):
+    par, resolved, out = _tiny_run(num_devices, k)
     d = [str(x) for x in jax.devices()]
     want = (d[0], d[1], d[2]) if num_devices == 3 else (d[0],) * 3
     assert out.summary["role_devices"] == dict(
@@ -77,25 +78,26 @@ def test_parallel__roles_run_on_their_devices_and_counts_match_sync(num_devices)
     assert all(bool(np.all(np.isfinite(x))) for x in leaves)
 
 
-@pytest.mark.parametrize("num_devices", [3, 1])
-def test_parallel__achieved_ratios_stay_within_the_waiting_window(num_devices):
+@pytest.mark.parametrize("num_devices,k", [(3, 1), (1, 1), (3, 2)])
+def test_parallel__achieved_ratios_stay_within_the_waiting_window(num_devices, k):
     """Mid-run (at every chunk boundary) the counts obey the ratio control's bounds: the
     critic is at most one rollout of updates behind the data and never ahead of it; the
-    actor updates are never ahead of the critic and at most two groups behind."""
-    _, resolved, out = _tiny_run(num_devices)
+    actor updates are never ahead of the critic and at most two learner calls behind."""
+    _, resolved, out = _tiny_run(num_devices, k)
     T, beta_av, beta_pv = 4, 1.5, 3
     assert len(out.rows) == resolved.num_chunks
     for row in out.rows:
         c, nc, na = row["collection_steps"], row["critic_updates"], row["actor_updates"]
         assert beta_av * (c - 2 * T) <= nc <= beta_av * c, row
-        assert beta_pv * na <= nc <= beta_pv * (na + 2), row
+        assert beta_pv * na <= nc <= beta_pv * (na + 2 * k), row
+        assert na % k == 0 and nc % (beta_pv * k) == 0, row  # whole learner calls
         assert row["ratio_av"] == pytest.approx(nc / c)
         for role in ("actor", "v_learner", "p_learner"):
             assert row[f"busy_s/{role}"] > 0 and row[f"wait_s/{role}"] >= 0
     # The last chunk boundary: within a rollout's worth of the targets.
     last = out.rows[-1]
     assert abs(last["ratio_av"] - beta_av) <= beta_av * 2 * T / last["collection_steps"]
-    assert abs(last["ratio_pv"] - beta_pv) <= 2 * beta_pv / max(last["actor_updates"], 1)
+    assert abs(last["ratio_pv"] - beta_pv) <= 2 * k * beta_pv / max(last["actor_updates"], 1)
 
 
 @pytest.mark.parametrize(
@@ -106,6 +108,7 @@ def test_parallel__achieved_ratios_stay_within_the_waiting_window(num_devices):
         ({"checkpoint": 1}, "checkpoint.every=1: agent.mode=parallel does not support checkpoint"),
         ({"resume": "runs/x"}, "resume=runs/x: agent.mode=parallel does not support resume"),
         ({"beta_pv": 0}, "agent.beta_pv=0: must be an integer >= 1"),
+        ({"groups": 3}, "agent.parallel_groups_per_call=3: must be an integer >= 1 dividing"),
     ],
 )
 def test_parallel__unsupported_or_bad_config_names_the_key(overrides, message):
@@ -116,6 +119,7 @@ def test_parallel__unsupported_or_bad_config_names_the_key(overrides, message):
         batch_size=16,
         buffer_size=64,
         beta_pv=overrides.get("beta_pv", 2),
+        parallel_groups_per_call=overrides.get("groups", 1),
     )
     cfg = TrainConfig(
         agent=acfg,

@@ -19,6 +19,10 @@ class PQLConfig:
     parallel: actor, V-learner and P-learner concurrently on their own devices (or
     asynchronously on one), ratios enforced by waiting and measured
     (``hordax.training.pql_parallel``; no populations, checkpoints or resume)."""
+    parallel_groups_per_call: int = 1
+    """Parallel mode: groups of beta_pv critic updates per V-learner call, and actor updates
+    per P-learner call (> 1 amortizes the host overhead per call; must divide the actor
+    updates per trainer update, beta_av * rollout_length / beta_pv)."""
     actor_lr: float = 5e-4
     """Adam step size of the actor."""
     critic_lr: float = 5e-4
@@ -125,6 +129,15 @@ def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
         cfg.beta_pv,
         f"must divide the critic updates per trainer update (beta_av * rollout_length = "
         f"{round(critic)})",
+    )
+    g = cfg.parallel_groups_per_call
+    groups = round(critic) // cfg.beta_pv
+    need(
+        g >= 1 and groups % g == 0,
+        "agent.parallel_groups_per_call",
+        g,
+        f"must be an integer >= 1 dividing the actor updates per trainer update "
+        f"(beta_av * rollout_length / beta_pv = {groups})",
     )
     need(cfg.sigma_min >= 0.0, "agent.sigma_min", cfg.sigma_min, "must be >= 0")
     need(
