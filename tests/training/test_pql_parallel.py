@@ -176,3 +176,48 @@ def test_parallel__learns_pendulum_a_little():
     tail = [r for r in out.rows[-3:] if r["episodes"]]
     ret = sum(r["episode_return"] * r["episodes"] for r in tail) / sum(r["episodes"] for r in tail)
     assert ret >= -600, [(r["env_steps"], r["episode_return"]) for r in out.rows]
+
+
+def _tiny_cfg() -> tuple[TrainConfig, object, object]:
+    acfg = PQLConfig(
+        mode="parallel", batch_size=16, buffer_size=64, beta_av=1.0, beta_pv=2, hidden_sizes=[8]
+    )
+    tcfg = OnPolicyTrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=2)
+    cfg = TrainConfig(agent=acfg, trainer=tcfg, progress=False)
+    env, params = make("Pendulum-v1")
+    return cfg, env, params
+
+
+def test_parallel__nan_guard_and_role_errors_stop_the_run(monkeypatch):
+    """A non-finite critic loss stops the run with NonFiniteError naming it; an exception
+    inside a role thread reaches the caller; neither leaves the run hanging."""
+    from hordax.agents.pql.agent import PQLAgent
+    from hordax.training import pql_parallel
+    from hordax.training.run import NonFiniteError, train_and_log
+
+    cfg, env, params = _tiny_cfg()
+    resolved = validate(cfg)
+    critic_loss = PQLAgent.critic_loss
+
+    def nan_loss(self, *args):
+        loss, q = critic_loss(self, *args)
+        return loss * np.float32("nan"), q
+
+    with monkeypatch.context() as m:
+        m.setattr(PQLAgent, "critic_loss", nan_loss)
+        with pytest.raises(NonFiniteError, match="non-finite critic_loss"):
+            train_and_log(cfg, env, params, resolved)
+
+    calls = {"n": 0}
+    original = pql_parallel.ParallelPQL._busy
+
+    def busy(self, sh, role, fn, *args):  # fail the V-learner's third call
+        if role == "v_learner":
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise RuntimeError("V-learner broke")
+        return original(self, sh, role, fn, *args)
+
+    monkeypatch.setattr(pql_parallel.ParallelPQL, "_busy", busy)
+    with pytest.raises(RuntimeError, match="V-learner broke"):
+        train_and_log(cfg, env, params, resolved)
