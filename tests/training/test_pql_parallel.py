@@ -161,21 +161,23 @@ def test_cli__parallel_json_line_and_files(tmp_path):
 
 @pytest.mark.slow
 def test_parallel__learns_pendulum_a_little():
-    """The tuned Pendulum config in parallel mode for 20k steps (a fifth of its budget):
-    the last chunks' mean training return (exploration included) beats random actions
-    (about -1200) by a wide margin."""
+    """The tuned Pendulum config (with normalize_obs) in parallel mode for 25.6k steps (a
+    quarter of its budget): the mean training return (exploration included) of the
+    episodes that end in the last chunks beats random actions (about -1200) by a wide
+    margin (measured: -148 at 25.6k steps; -198 and -406 at 20.5k in two runs: not
+    deterministic)."""
     acfg = PQLConfig(
         mode="parallel", batch_size=256, buffer_size=100_000, beta_av=8.0, beta_pv=2,
         reward_scale=0.1, sigma_max=0.4, normalize_obs=True, hidden_sizes=[128, 128],
     )  # fmt: skip
     tcfg = OnPolicyTrainerConfig(
-        num_envs=32, rollout_length=4, total_env_steps=20_480, num_chunks=8
+        num_envs=32, rollout_length=4, total_env_steps=25_600, num_chunks=10
     )
     trainer, resolved = _trainer(acfg, tcfg)
     out = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates).run(jax.random.key(0))
     tail = [r for r in out.rows[-3:] if r["episodes"]]
     ret = sum(r["episode_return"] * r["episodes"] for r in tail) / sum(r["episodes"] for r in tail)
-    assert ret >= -600, [(r["env_steps"], r["episode_return"]) for r in out.rows]
+    assert ret >= -400, [(r["env_steps"], r["episode_return"]) for r in out.rows]
 
 
 def _tiny_cfg() -> tuple[TrainConfig, object, object]:
