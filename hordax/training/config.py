@@ -8,6 +8,7 @@ hydra ``DictConfig``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ from hordax.agents.ppo import TRACED_HPARAMS, PPOConfig, validate_ppo
 from hordax.training.ensemble import EnsembleConfig, validate_ensemble
 from hordax.training.population import PopulationConfig, validate_population
 from hordax.training.sharding import MeshConfig
+from hordax.validation import need
 
 
 class ConfigError(ValueError):
@@ -105,9 +107,7 @@ AGENTS = ("ppo", "pqn", "pql")
 LOGGERS = ("stdout", "wandb")
 
 
-def _need(ok: bool, key: str, value: object, rule: str) -> None:
-    if not ok:
-        raise ConfigError(f"{key}={value}: {rule}")
+_need = functools.partial(need, error=ConfigError)
 
 
 def validate(cfg: TrainConfig) -> Resolved:
