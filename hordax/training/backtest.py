@@ -5,8 +5,11 @@ The run directory of a population run (``hordax train agent=ensemble ...``) is r
 the rolling selection and two baselines then trade one deterministic episode over the whole
 split (from its first row, ``random_start=False``, no time limit). Ensemble weights and the
 first rolling member come from the members' scores on the validation split, never from the
-split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric:
-equal-weight, costless, from the same first row) and ``cash`` (flat).
+split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric,
+costless, from the same first row: equal weights for the stock envs, ``max_position`` BTC
+for the crypto env) and ``cash`` (flat). Equity curves are ``1 + info["metrics"]["return"]``:
+portfolio value over initial capital (the crypto env: net assets ``cash + position * close``
+over its ``initial_cash``, FinRL's convention).
 
 Outputs in ``out_dir`` (default ``RUN_DIR/backtest_<split>``): ``metrics.csv``,
 ``metrics.md``, ``equity.png`` (equity curves) and ``equity.csv`` (the curves).
@@ -117,7 +120,7 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     if res["kind"] != "return":
         raise ValueError(
             f"env={tc.env.id!r} reports no info['metrics']['return']; the backtest table needs"
-            " returns (StockTrading-v0 and StockPortfolio-v0 have them)"
+            " returns (StockTrading-v0, StockPortfolio-v0 and CryptoTrading-v0 have them)"
         )
     k = run.members.size
     names = ens_mod.run_names(k, res["discrete"])
