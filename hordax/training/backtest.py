@@ -134,9 +134,10 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         curves["buy_and_hold"] = full
     curves["cash"] = np.ones(res["curve"].shape[0])
 
+    algos = ens_mod.member_algorithms(tc, run.members)
     rows = []
     for i, (name, curve) in enumerate(curves.items()):
-        row = {"run": name, **performance(curve, ppy)}
+        row = {"run": name, "algorithm": algos[i] if i < k else "", **performance(curve, ppy)}
         row["validation_weight"] = float(val["weights"][i]) if i < k else math.nan
         row["validation_sharpe"] = float(val["scores"]["sharpe"][i]) if i < k + 2 else math.nan
         rows.append(row)
@@ -147,7 +148,9 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     with open(os.path.join(out_dir, "metrics.md"), "w") as f:
         f.write(markdown_table(rows) + "\n")
     write_curves(os.path.join(out_dir, "equity.csv"), curves)
-    title = f"{tc.env.id} {cfg.split} split ({res['num_steps']} steps), {k} PPO members"
+    counts = {a: algos.count(a) for a in dict.fromkeys(algos)}
+    who = " + ".join(f"{n} {a.upper()}" for a, n in counts.items())
+    title = f"{tc.env.id} {cfg.split} split ({res['num_steps']} steps), {who} members"
     plot_curves(os.path.join(out_dir, "equity.png"), curves, title)
     return {
         "run_dir": cfg.run_dir,
@@ -202,6 +205,7 @@ def _fmt(v: float, pct: bool) -> str:
 def markdown_table(rows: list[dict]) -> str:
     head = [
         "run",
+        "algorithm",
         "cumulative return",
         "annualized return",
         "annualized volatility",
@@ -214,6 +218,7 @@ def markdown_table(rows: list[dict]) -> str:
     for r in rows:
         cells = [
             r["run"],
+            r.get("algorithm", ""),
             _fmt(r["cumulative_return"], True),
             _fmt(r["annualized_return"], True),
             _fmt(r["annualized_volatility"], True),
