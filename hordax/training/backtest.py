@@ -246,7 +246,7 @@ def plot_curves(path: str, curves: dict[str, np.ndarray], title: str) -> None:
         else:
             style = {"lw": 2.0}
         ax.plot(np.arange(len(curve)), curve, label=name, **style)
-    ax.set_xlabel("step (trading day)")
+    ax.set_xlabel("step (one bar of the data: a trading day, an hour for btc_usd_1h)")
     ax.set_ylabel("portfolio value / initial")
     ax.set_title(title)
     ax.grid(alpha=0.3)

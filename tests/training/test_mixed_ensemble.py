@@ -222,3 +222,16 @@ def test_mixed__pql_with_discrete_actions_names_the_key():
     env, params = hordax.make("Pendulum-v1")
     with pytest.raises(ValueError, match=r"pqn needs discrete actions, Pendulum-v1 has Box"):
         train_and_log(cfg, env, params, validate(cfg))
+
+
+def test_cli__ensemble_agents_overrides_are_added():
+    """``ensemble.agents.<algo>.<key>=v`` is an open dict: the CLI adds it (``++``)."""
+    from pathlib import Path
+
+    from hordax.training.cli import rewrite_env_override
+
+    args = ["ensemble.agents.pqn.learning_rate=5e-4", "ensemble.members=2"]
+    assert rewrite_env_override(args, Path("configs")) == [
+        "++ensemble.agents.pqn.learning_rate=5e-4",
+        "ensemble.members=2",
+    ]
