@@ -132,26 +132,37 @@ def validate_mixed(cfg: Any) -> None:
             "checkpoint.every / resume: not supported with ensemble.algorithms (a mixed"
             " ensemble runs from start to end)"
         )
-    tr = cfg.trainer
     for a in algos:
-        acfg = agent_config(cfg, a)
-        if a == "pqn":
-            from hordax.agents.pqn import validate_pqn
+        try:
+            _validate_agent(cfg, a)
+        except ValueError as e:
+            msg = str(e)
+            if a != cfg.agent.name and msg.startswith("agent."):  # name the key as given
+                msg = f"ensemble.agents.{a}." + msg[len("agent.") :]
+            raise ValueError(msg) from None
 
-            validate_pqn(acfg, batch_size=tr.num_envs * tr.rollout_length)
-        elif a == "pql":
-            from hordax.agents.pql import validate_pql
 
-            validate_pql(acfg, tr.num_envs, tr.rollout_length)
-        else:
-            from hordax.agents.ppo import validate_ppo
+def _validate_agent(cfg: Any, a: str) -> None:
+    """``a``'s own checks (its messages name ``agent.<key>``)."""
+    tr = cfg.trainer
+    acfg = agent_config(cfg, a)
+    if a == "pqn":
+        from hordax.agents.pqn import validate_pqn
 
-            validate_ppo(acfg, batch_size=tr.num_envs * tr.rollout_length)
-            if int(acfg.network.rnn_size):
-                raise ValueError(
-                    f"agent.network.rnn_size={acfg.network.rnn_size}: ensembles combine"
-                    " feed-forward members only (rnn_size=0)"
-                )
+        validate_pqn(acfg, batch_size=tr.num_envs * tr.rollout_length)
+    elif a == "pql":
+        from hordax.agents.pql import validate_pql
+
+        validate_pql(acfg, tr.num_envs, tr.rollout_length)
+    else:
+        from hordax.agents.ppo import validate_ppo
+
+        validate_ppo(acfg, batch_size=tr.num_envs * tr.rollout_length)
+        if int(acfg.network.rnn_size):
+            raise ValueError(
+                f"agent.network.rnn_size={acfg.network.rnn_size}: ensembles combine"
+                " feed-forward members only (rnn_size=0)"
+            )
 
 
 def check_action_space(cfg: Any, env: Any, env_params: Any) -> None:

@@ -203,7 +203,7 @@ def test_mixed__weighted_average_of_ppo_mean_and_pql_actor():
         ({"sizes": [1, 0]}, r"ensemble.sizes=\[1, 0\]: every size must be >= 1"),
         ({"agents": {"pql": {}}}, r"ensemble.agents.pql: 'pql' is not in ensemble.algorithms"),
         ({"agents": {"pqn": {"learning_rat": 1.0}}}, r"ensemble.agents.pqn.learning_rat"),
-        ({"agents": {"pqn": {"num_minibatches": 5}}}, r"num_minibatches=5"),
+        ({"agents": {"pqn": {"num_minibatches": 5}}}, r"^ensemble.agents.pqn.num_minibatches=5"),
     ],
 )
 def test_mixed__bad_config_names_the_key(ens, match):
@@ -235,3 +235,40 @@ def test_cli__ensemble_agents_overrides_are_added():
         "++ensemble.agents.pqn.learning_rate=5e-4",
         "ensemble.members=2",
     ]
+
+
+def test_mixed__pql_member_equals_its_separate_run(tmp_path):
+    """[ppo, pql] on Pendulum: the PQL member (j = 1, replay buffer and all) equals PQL's
+    trainer run alone with seed 5 + 1."""
+    cfg = _cfg(
+        str(tmp_path),
+        algorithms=["ppo", "pql"],
+        sizes=[1, 1],
+        agents={"pql": {"hidden_sizes": [8], "batch_size": 16, "buffer_size": 256, "beta_av": 2.0}},
+    )
+    cfg.env.id = "Pendulum-v1"
+    cfg.trainer = OnPolicyTrainerConfig(
+        num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=2
+    )
+    resolved = validate(cfg)
+    env, params = hordax.make("Pendulum-v1")
+    summary = train_and_log(cfg, env, params, resolved)
+    assert [m["algorithm"] for m in summary["members"]] == ["ppo", "pql"]
+    single = dataclasses.replace(
+        cfg, agent=mixed.agent_config(cfg, "pql"), ensemble=EnsembleConfig(), run_dir=""
+    )
+    trainer = make_trainer(single, env, params, resolved)
+    state = jax.jit(trainer.init)(jax.random.key(cfg.seed + 1))
+    chunk = jax.jit(lambda s: trainer.run_chunk(s, resolved.chunk_updates))
+    for _ in range(resolved.num_chunks):
+        state, _ = chunk(state)
+    saved = E.load_members(str(tmp_path / "params.msgpack"), ["ppo", "pql"])
+    got = jax.tree.map(lambda x: np.asarray(x)[0], dict(saved.groups)["pql"].params)
+    want = jax.device_get(state.agent.params)
+    assert set(got) == {"actor", "critic", "critic_target"}
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=1e-5)
+    stats = dict(saved.groups)["pql"].obs_stats  # PQL normalizes observations by default
+    np.testing.assert_allclose(
+        stats["mean"][0], np.asarray(state.env_state.obs_stats.mean), rtol=1e-5
+    )
