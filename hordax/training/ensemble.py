@@ -1,4 +1,4 @@
-"""Ensembles of trained PPO members: vote, weighted average and rolling selection.
+"""Ensembles of trained members (PPO, or mixed PPO / PQN / PQL): vote, average, rolling.
 
 A population run (``population.size = K``, :mod:`hordax.training.population`) leaves
 ``params.msgpack`` with every leaf stacked on a leading ``[K]`` member axis (plus the
