@@ -285,6 +285,10 @@ def load_close_csv(
     return dataclasses.replace(data, close_only=True)
 
 
+#: The same reader under a format-neutral name (it reads ``.csv``, ``.csv.gz`` and ``.parquet``).
+load_ohlcv = load_ohlcv_csv
+
+
 def _assemble(path, per_ticker, *, sort, fill_gaps, tickers, keep=False) -> MarketData:
     names = (
         list(tickers) if tickers is not None else (list(per_ticker) if keep else sorted(per_ticker))

@@ -127,7 +127,7 @@ def test_parquet__roundtrip_equals_csv(tmp_path):
     csv_path = tmp_path / "syn.csv"
     md.to_long_csv(data, csv_path)
     pq_path = _csv_to_parquet(csv_path, tmp_path / "syn.parquet", lambda f: f.assign(extra=1.0))
-    a, b = md.load_ohlcv_csv(csv_path), md.load_ohlcv_csv(pq_path)
+    a, b = md.load_ohlcv_csv(csv_path), md.load_ohlcv(pq_path)
     assert a.tickers == b.tickers == data.tickers
     np.testing.assert_array_equal(a.dates, b.dates)
     np.testing.assert_array_equal(a.values, b.values)
