@@ -156,8 +156,15 @@ def validate(cfg: TrainConfig) -> Resolved:
         validate_ensemble(cfg.ensemble)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    if cfg.ensemble.enabled and list(cfg.ensemble.algorithms):  # mixed-algorithm ensemble
+        from hordax.training.mixed import validate_mixed
+
+        try:
+            validate_mixed(cfg)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     _need(
-        not cfg.ensemble.enabled or cfg.population.size >= 2,
+        not cfg.ensemble.enabled or bool(cfg.ensemble.algorithms) or cfg.population.size >= 2,
         "ensemble.members",
         cfg.ensemble.members,
         "agent=ensemble needs at least 2 members (ensemble.members or population.size)",

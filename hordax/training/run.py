@@ -202,6 +202,12 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     """
     from tqdm.auto import tqdm
 
+    from hordax.training.mixed import is_mixed
+
+    if is_mixed(cfg):  # agent=ensemble ensemble.algorithms=[...]: one program, all groups
+        from hordax.training.mixed import train_mixed
+
+        return train_mixed(cfg, env, env_params, resolved)
     run_dir = cfg.run_dir or None
     size = cfg.population.size
     is_pop = size > 1
