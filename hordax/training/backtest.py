@@ -5,8 +5,11 @@ The run directory of a population run (``hordax train agent=ensemble ...``) is r
 the rolling selection and two baselines then trade one deterministic episode over the whole
 split (from its first row, ``random_start=False``, no time limit). Ensemble weights and the
 first rolling member come from the members' scores on the validation split, never from the
-split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric:
-equal-weight, costless, from the same first row) and ``cash`` (flat).
+split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric,
+costless, from the same first row: equal weights for the stock envs, ``max_position`` BTC
+for the crypto env) and ``cash`` (flat). Equity curves are ``1 + info["metrics"]["return"]``:
+portfolio value over initial capital (the crypto env: net assets ``cash + position * close``
+over its ``initial_cash``, FinRL's convention).
 
 Outputs in ``out_dir`` (default ``RUN_DIR/backtest_<split>``): ``metrics.csv``,
 ``metrics.md``, ``equity.png`` (equity curves) and ``equity.csv`` (the curves).
@@ -117,7 +120,7 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     if res["kind"] != "return":
         raise ValueError(
             f"env={tc.env.id!r} reports no info['metrics']['return']; the backtest table needs"
-            " returns (StockTrading-v0 and StockPortfolio-v0 have them)"
+            " returns (StockTrading-v0, StockPortfolio-v0 and CryptoTrading-v0 have them)"
         )
     k = run.members.size
     names = ens_mod.run_names(k, res["discrete"])
@@ -131,9 +134,10 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         curves["buy_and_hold"] = full
     curves["cash"] = np.ones(res["curve"].shape[0])
 
+    algos = ens_mod.member_algorithms(tc, run.members)
     rows = []
     for i, (name, curve) in enumerate(curves.items()):
-        row = {"run": name, **performance(curve, ppy)}
+        row = {"run": name, "algorithm": algos[i] if i < k else "", **performance(curve, ppy)}
         row["validation_weight"] = float(val["weights"][i]) if i < k else math.nan
         row["validation_sharpe"] = float(val["scores"]["sharpe"][i]) if i < k + 2 else math.nan
         rows.append(row)
@@ -144,7 +148,9 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     with open(os.path.join(out_dir, "metrics.md"), "w") as f:
         f.write(markdown_table(rows) + "\n")
     write_curves(os.path.join(out_dir, "equity.csv"), curves)
-    title = f"{tc.env.id} {cfg.split} split ({res['num_steps']} steps), {k} PPO members"
+    counts = {a: algos.count(a) for a in dict.fromkeys(algos)}
+    who = " + ".join(f"{n} {a.upper()}" for a, n in counts.items())
+    title = f"{tc.env.id} {cfg.split} split ({res['num_steps']} steps), {who} members"
     plot_curves(os.path.join(out_dir, "equity.png"), curves, title)
     return {
         "run_dir": cfg.run_dir,
@@ -199,6 +205,7 @@ def _fmt(v: float, pct: bool) -> str:
 def markdown_table(rows: list[dict]) -> str:
     head = [
         "run",
+        "algorithm",
         "cumulative return",
         "annualized return",
         "annualized volatility",
@@ -211,6 +218,7 @@ def markdown_table(rows: list[dict]) -> str:
     for r in rows:
         cells = [
             r["run"],
+            r.get("algorithm", ""),
             _fmt(r["cumulative_return"], True),
             _fmt(r["annualized_return"], True),
             _fmt(r["annualized_volatility"], True),
@@ -238,7 +246,7 @@ def plot_curves(path: str, curves: dict[str, np.ndarray], title: str) -> None:
         else:
             style = {"lw": 2.0}
         ax.plot(np.arange(len(curve)), curve, label=name, **style)
-    ax.set_xlabel("step (trading day)")
+    ax.set_xlabel("step (one bar of the data: a trading day, an hour for btc_usd_1h)")
     ax.set_ylabel("portfolio value / initial")
     ax.set_title(title)
     ax.grid(alpha=0.3)

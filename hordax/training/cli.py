@@ -29,6 +29,7 @@ USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
   hordax train resume=runs/CartPole-v1/ppo/DATE  continue a run from its newest checkpoint
   hordax train population.size=8                 8 seeds in one vmapped program
   hordax train agent=ensemble env=StockTrading-v0   K PPO members + vote/average/rolling
+  hordax train agent=ensemble env=CryptoTrading-v0 'ensemble.algorithms=[ppo,pqn]'   mixed
   hordax backtest RUN_DIR split=test             members, ensembles, baselines: table + PNG
   hordax bench env=CartPole-v1 num_envs=4096     random-action env steps/s (JSON line)
   hordax bench mode=train num_envs=1024          PPO training steps/s
@@ -91,7 +92,9 @@ def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
     for arg in args:
         if arg.startswith("env=") and not (cfg_dir / "env" / f"{arg[4:]}.yaml").is_file():
             out += ["env=_generic", f"env.id={arg[4:]}"]
-        elif arg.startswith(("env.params.", "env.kwargs.", "population.hparams.")):
+        elif arg.startswith(
+            ("env.params.", "env.kwargs.", "population.hparams.", "ensemble.agents.")
+        ):
             out.append(f"++{arg}")
         else:
             out.append(arg)

@@ -8,6 +8,7 @@ hydra ``DictConfig``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ from hordax.agents.ppo import TRACED_HPARAMS, PPOConfig, validate_ppo
 from hordax.training.ensemble import EnsembleConfig, validate_ensemble
 from hordax.training.population import PopulationConfig, validate_population
 from hordax.training.sharding import MeshConfig
+from hordax.validation import need
 
 
 class ConfigError(ValueError):
@@ -105,9 +107,7 @@ AGENTS = ("ppo", "pqn", "pql")
 LOGGERS = ("stdout", "wandb")
 
 
-def _need(ok: bool, key: str, value: object, rule: str) -> None:
-    if not ok:
-        raise ConfigError(f"{key}={value}: {rule}")
+_need = functools.partial(need, error=ConfigError)
 
 
 def validate(cfg: TrainConfig) -> Resolved:
@@ -156,8 +156,15 @@ def validate(cfg: TrainConfig) -> Resolved:
         validate_ensemble(cfg.ensemble)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    if cfg.ensemble.enabled and list(cfg.ensemble.algorithms):  # mixed-algorithm ensemble
+        from hordax.training.mixed import validate_mixed
+
+        try:
+            validate_mixed(cfg)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     _need(
-        not cfg.ensemble.enabled or cfg.population.size >= 2,
+        not cfg.ensemble.enabled or bool(cfg.ensemble.algorithms) or cfg.population.size >= 2,
         "ensemble.members",
         cfg.ensemble.members,
         "agent=ensemble needs at least 2 members (ensemble.members or population.size)",

@@ -1,4 +1,4 @@
-"""Ensembles of trained PPO members: vote, weighted average and rolling selection.
+"""Ensembles of trained members (PPO, or mixed PPO / PQN / PQL): vote, average, rolling.
 
 A population run (``population.size = K``, :mod:`hordax.training.population`) leaves
 ``params.msgpack`` with every leaf stacked on a leading ``[K]`` member axis (plus the
@@ -21,8 +21,12 @@ Weights from validation scores ``s[K]`` (Sharpe or return, see :class:`EnsembleC
 ``positive``: ``max(s, 0) / sum`` (equal weights if no score is positive); ``softmax``:
 ``softmax(s / temperature)``; ``equal``: ``1 / K``. Non-finite scores count as the worst.
 
-Members of different algorithms side by side are not supported: members are the members of
-one PPO population (they may differ in seed and in the traced hyperparameters).
+Members are the members of one population of ``agent`` (they may differ in seed and in the
+traced hyperparameters), or, with ``ensemble.algorithms=[ppo,pqn]`` (or ``[ppo,pql]``),
+the members of one population group per algorithm trained side by side in one program
+(:mod:`hordax.training.mixed`). Every member acts greedily through its agent's
+``act_greedy``: PPO the Gaussian mean / the most likely action, PQN ``argmax_a Q``, PQL
+its deterministic actor; each with its own frozen observation-normalizer statistics.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import dataclasses
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -69,6 +73,14 @@ class EnsembleConfig:
     """Seed of the evaluation episodes (never a training seed by default)."""
     periods_per_year: float = 252.0
     """Annualization of Sharpe and volatility (252 for daily bars, 8760 for hourly)."""
+    algorithms: list[str] = field(default_factory=list)
+    """Members of different algorithms side by side, e.g. [ppo, pqn] (discrete actions) or
+    [ppo, pql] (continuous); [] = one population of ``agent``."""
+    sizes: list[int] = field(default_factory=list)
+    """Members per algorithm of ``algorithms`` ([] = ``members`` each)."""
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Config overrides of the algorithms other than ``agent``, e.g.
+    ``ensemble.agents.pqn.learning_rate=5e-4`` (the ``agent`` algorithm uses ``agent.*``)."""
 
 
 def apply_members(dict_cfg: Any) -> None:
@@ -76,7 +88,11 @@ def apply_members(dict_cfg: Any) -> None:
     ensemble is enabled and the population size is left at 1."""
     ens = dict_cfg.get("ensemble")
     if ens is not None and ens.get("enabled") and int(dict_cfg.population.size) == 1:
-        dict_cfg.population.size = int(ens.members)
+        if ens.get("algorithms"):  # mixed: the total over the algorithms' groups
+            sizes = list(ens.sizes) or [int(ens.members)] * len(ens.algorithms)
+            dict_cfg.population.size = int(sum(int(x) for x in sizes))
+        else:
+            dict_cfg.population.size = int(ens.members)
 
 
 def validate_ensemble(cfg: EnsembleConfig) -> None:
@@ -191,30 +207,73 @@ class Members:
         return int(jax.tree.leaves(self.params)[0].shape[0])
 
 
-def load_members(path: str) -> Members:
-    """Read ``params.msgpack`` of a run; raise ``ValueError`` if it is not a population."""
-    with open(path, "rb") as f:
-        saved = serialization.msgpack_restore(f.read())
-    stats = saved.get("normalizer", {}).get("obs_stats")
+@dataclass
+class MixedMembers:
+    """Members of several algorithms: ``groups = [(algorithm, Members), ...]`` in the order
+    of ``ensemble.algorithms``; member ``j`` counts across groups."""
+
+    groups: list[tuple[str, Members]]
+
+    @property
+    def size(self) -> int:
+        return sum(m.size for _, m in self.groups)
+
+    @property
+    def labels(self) -> list[str]:
+        """The algorithm of every member."""
+        return [a for a, m in self.groups for _ in range(m.size)]
+
+
+def _members_of(saved: dict) -> Members:
+    stats = (saved.get("normalizer") or {}).get("obs_stats")
     if stats is not None:
         stats = {"mean": stats["mean"], "var": stats["var"]}
     return Members(saved["params"], stats)
 
 
-def greedy_policy(agent: Any, obs_clip: float = 10.0, obs_eps: float = 1e-8):
-    """``act(member_params, obs_stats | None, obs) -> action`` for one member and one obs.
+def load_members(path: str, algorithms: list[str] | None = None) -> Members | MixedMembers:
+    """Read ``params.msgpack`` of a population run (or, with ``algorithms``, of a mixed
+    ensemble: one group per algorithm, in that order)."""
+    with open(path, "rb") as f:
+        saved = serialization.msgpack_restore(f.read())
+    if algorithms:
+        groups = saved.get("groups")
+        if not isinstance(groups, dict) or set(groups) != set(algorithms):
+            found = sorted(groups) if isinstance(groups, dict) else "no groups"
+            raise ValueError(
+                f"{path}: holds {found}, the config's ensemble.algorithms={list(algorithms)}"
+            )
+        return MixedMembers([(a, _members_of(groups[a])) for a in algorithms])
+    return _members_of(saved)
+
+
+def greedy_policy(agent: Any, obs_clip: float = 10.0, obs_eps: float = 1e-8, algo: str = "ppo"):
+    """``act(member_params, obs_stats | None, obs) -> action`` for one member and one obs,
+    through ``agent.act_greedy`` (``algo``: ppo | pqn | pql, which state type to build).
 
     Observations are normalized exactly as :class:`~hordax.envs.wrappers.NormalizeObservation`
     does with frozen statistics (its default clip and eps)."""
-    from hordax.agents.ppo import PPOState
+    zero = jnp.int32(0)
+
+    def state_of(params: Any) -> Any:
+        if algo == "pqn":
+            from hordax.agents.pqn import PQNState
+
+            return PQNState(params, None, {}, zero, zero)
+        if algo == "pql":
+            from hordax.agents.pql.agent import PQLState
+
+            return PQLState(params, None, None, {}, zero, zero, zero)
+        from hordax.agents.ppo import PPOState
+
+        return PPOState(params, None, {}, zero)
 
     def act(params: Any, stats: Any, obs: jax.Array) -> jax.Array:
         obs = obs.astype(jnp.float32)
         if stats is not None:
             z = (obs - stats["mean"]) / jnp.sqrt(stats["var"] + obs_eps)
             obs = jnp.clip(z, -obs_clip, obs_clip)
-        state = PPOState(params, None, {}, jnp.int32(0))
-        return agent.act_greedy(state, obs[None])[0]
+        return agent.act_greedy(state_of(params), obs[None])[0]
 
     return act
 
@@ -226,12 +285,38 @@ def all_member_actions(act: Any, members: Members, obs: jax.Array) -> jax.Array:
     )
 
 
+def _on_device(members: Members) -> Members:
+    stats = None if members.obs_stats is None else jax.tree.map(jnp.asarray, members.obs_stats)
+    return Members(jax.tree.map(jnp.asarray, members.params), stats)
+
+
+def member_actions_fn(agent: Any, members: Members | MixedMembers, discrete: bool):
+    """``actions(obs) -> [K, *A]`` of all members (mixed: ``agent`` is one agent per group;
+    the groups' actions are concatenated in member order, as int32 or float32)."""
+    if not isinstance(members, MixedMembers):
+        act, mem = greedy_policy(agent), _on_device(members)
+        return lambda obs: all_member_actions(act, mem, obs)
+    dtype = jnp.int32 if discrete else jnp.float32
+    parts = [
+        (greedy_policy(ag, algo=a), _on_device(m))
+        for ag, (a, m) in zip(agent, members.groups, strict=True)
+    ]
+
+    def actions(obs):
+        return jnp.concatenate(
+            [all_member_actions(act, m, obs).astype(dtype) for act, m in parts], axis=0
+        )
+
+    return actions
+
+
 # --- side-by-side evaluation --------------------------------------------------------------
 
 
 def make_evaluator(env: Any, env_params: Any, agent: Any, members: Members, num_steps: int):
     """A jitted ``evaluate(key, weights [K], initial, window) -> dict`` of one episode.
 
+    ``agent``: the members' agent (for :class:`MixedMembers`, a list: one per group).
     Runs ``K + 2`` copies of the env in lockstep from the same reset key: members
     ``0..K-1`` (each acting alone), the combination (vote for discrete actions, weighted
     average for continuous ones) and the rolling selection. Each copy stops counting at its
@@ -244,12 +329,9 @@ def make_evaluator(env: Any, env_params: Any, agent: Any, members: Members, num_
     space = env.action_space(env_params)
     discrete = isinstance(space, spaces.Discrete)
     wenv = ClipAction(env)
-    act = greedy_policy(agent)
+    actions_of = member_actions_fn(agent, members, discrete)
     k = members.size
     runs = k + 2
-    mparams = jax.tree.map(jnp.asarray, members.params)
-    mstats = None if members.obs_stats is None else jax.tree.map(jnp.asarray, members.obs_stats)
-    mem = Members(mparams, mstats)
 
     def clip(a):
         return a if discrete else jnp.clip(a, space.low, space.high)
@@ -263,7 +345,7 @@ def make_evaluator(env: Any, env_params: Any, agent: Any, members: Members, num_
 
         def body(carry, step_key):
             obs, state, alive, sel = carry
-            acts = jax.vmap(lambda o: clip(all_member_actions(act, mem, o)))(obs)  # [R, K, *A]
+            acts = jax.vmap(lambda o: clip(actions_of(o)))(obs)  # [R, K, *A]
             own = acts[jnp.arange(k), jnp.arange(k)]  # member k on its own copy
             if discrete:
                 combo = majority_vote(acts[k], space.n, weights)
@@ -366,7 +448,7 @@ class LoadedRun:
 
     run_dir: str
     cfg: Any  # TrainConfig
-    members: Members
+    members: Members | MixedMembers
 
 
 def load_run(run_dir: str) -> LoadedRun:
@@ -386,6 +468,17 @@ def load_run(run_dir: str) -> LoadedRun:
     raw = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
     raw = OmegaConf.masked_copy(raw, [k for k in raw if k != "hydra"])
     cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TrainConfig), raw))
+    if cfg.ensemble.algorithms:  # a mixed ensemble
+        from hordax.training.mixed import group_sizes
+
+        members = load_members(os.path.join(run_dir, "params.msgpack"), cfg.ensemble.algorithms)
+        got = [m.size for _, m in members.groups]
+        if got != group_sizes(cfg.ensemble):
+            raise ValueError(
+                f"run_dir={run_dir!r}: params.msgpack holds {got} members per algorithm,"
+                f" config says {group_sizes(cfg.ensemble)}"
+            )
+        return LoadedRun(run_dir, cfg, members)
     if cfg.population.size < 2:
         raise ValueError(
             f"run_dir={run_dir!r}: population.size={cfg.population.size}; an ensemble needs a"
@@ -401,6 +494,14 @@ def load_run(run_dir: str) -> LoadedRun:
 
 
 def _agent_for(cfg: Any, env: Any, env_params: Any) -> Any:
+    """The members' agent (mixed: one agent per group, from that group's config)."""
+    if cfg.ensemble.algorithms:
+        from hordax.training.mixed import agent_config
+
+        return [
+            _make_algo_agent(a, agent_config(cfg, a), env, env_params)
+            for a in cfg.ensemble.algorithms
+        ]
     from hordax.agents.ppo import make_agent
 
     if int(getattr(cfg.agent.network, "rnn_size", 0)) > 0:
@@ -412,8 +513,29 @@ def _agent_for(cfg: Any, env: Any, env_params: Any) -> Any:
     return make_agent(cfg.agent, obs_shape, env.action_space(env_params), 1)
 
 
+def _make_algo_agent(algo: str, acfg: Any, env: Any, env_params: Any) -> Any:
+    obs_shape = env.observation_space(env_params).shape
+    space = env.action_space(env_params)
+    if algo == "pqn":
+        from hordax.agents.pqn import make_agent as make_pqn
+
+        return make_pqn(acfg, obs_shape, space, 1)
+    if algo == "pql":
+        from hordax.agents.pql import make_agent as make_pql
+
+        return make_pql(acfg, obs_shape, space)
+    from hordax.agents.ppo import make_agent as make_ppo
+
+    return make_ppo(acfg, obs_shape, space, 1)
+
+
 def evaluate_run(
-    cfg: Any, members: Members, split: str | None, ens: EnsembleConfig, weights=None, initial=None
+    cfg: Any,
+    members: Members | MixedMembers,
+    split: str | None,
+    ens: EnsembleConfig,
+    weights=None,
+    initial=None,
 ) -> dict:
     """Evaluate members, the combination and the rolling selection.
 
@@ -492,7 +614,14 @@ def run_names(k: int, discrete: bool) -> list[str]:
     ]
 
 
-def ensemble_summary(cfg: Any, members: Members) -> dict:
+def member_algorithms(cfg: Any, members: Members | MixedMembers) -> list[str]:
+    """The algorithm of every member."""
+    if isinstance(members, MixedMembers):
+        return members.labels
+    return [cfg.agent.name] * members.size
+
+
+def ensemble_summary(cfg: Any, members: Members | MixedMembers) -> dict:
     """The ``ensemble`` section of a train summary: validation score of every member, the
     combination and the rolling selection, and the weights."""
     ens = cfg.ensemble
@@ -506,7 +635,8 @@ def ensemble_summary(cfg: Any, members: Members) -> dict:
         }
         for i, name in enumerate(names)
     }
-    for i in range(members.size):
+    for i, algo in enumerate(member_algorithms(cfg, members)):
+        rows[f"member_{i}"] = {"algorithm": algo, **rows[f"member_{i}"]}
         rows[f"member_{i}"]["weight"] = float(res["weights"][i])
     return {
         "validation": split or f"{ens.eval_episodes} fresh episodes (seed {ens.eval_seed})",
@@ -525,9 +655,9 @@ def ensemble_summary(cfg: Any, members: Members) -> dict:
 def add_ensemble_to_summary(cfg: Any, summary: dict, run_dir: str | None) -> dict:
     """After a population run: evaluate the ensemble, add it to ``summary`` (and to
     ``summary.json`` in ``run_dir``)."""
-    members = load_members(os.path.join(run_dir, "params.msgpack")) if run_dir else None
-    if members is None:
+    if not run_dir:
         raise ValueError("agent=ensemble needs a run directory (params.msgpack)")
+    members = load_members(os.path.join(run_dir, "params.msgpack"), cfg.ensemble.algorithms)
     summary = dict(summary, ensemble=ensemble_summary(cfg, members))
     if run_dir:
         with open(os.path.join(run_dir, "summary.json"), "w") as f:

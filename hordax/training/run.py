@@ -203,6 +203,12 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     """
     from tqdm.auto import tqdm
 
+    from hordax.training.mixed import is_mixed
+
+    if is_mixed(cfg):  # agent=ensemble ensemble.algorithms=[...]: one program, all groups
+        from hordax.training.mixed import train_mixed
+
+        return train_mixed(cfg, env, env_params, resolved)
     if cfg.agent.name == "pql" and cfg.agent.mode == "parallel":
         from hordax.training.pql_parallel import train_and_log_parallel
 

@@ -65,13 +65,22 @@ def test_performance__flat_and_falling():
     assert down["sharpe"] < 0
 
 
-def _write_run(run_dir: str, env_id: str, outputs: list[list[float]], size: int | None = None):
+def _write_run(
+    run_dir: str,
+    env_id: str,
+    outputs: list[list[float]],
+    size: int | None = None,
+    kwargs: dict | None = None,
+    periods_per_year: float = 252.0,
+):
     """A run dir as ``hordax train agent=ensemble`` leaves it, with constant-action members."""
     os.makedirs(run_dir, exist_ok=True)
     cfg = OmegaConf.structured(TrainConfig)
     cfg.env.id = env_id
     if env_id == "StockTrading-v0":
         cfg.env.kwargs = {"data": "stocks"}
+    cfg.env.kwargs = {**cfg.env.kwargs, **(kwargs or {})}
+    cfg.ensemble.periods_per_year = periods_per_year
     cfg.agent.network.hidden_sizes = [8]
     cfg.population.size = size or len(outputs)
     cfg.ensemble.enabled = True
@@ -159,6 +168,55 @@ def test_backtest__numbers_agree_with_independent_computations(stock):
     np.testing.assert_allclose(out["weights"], np.asarray(E.member_weights(sharpe)), rtol=1e-6)
     assert out["rolling_choices"][0] == [0, out["initial_member"]]
     assert all(s % 21 == 0 for s, _ in out["rolling_choices"])  # changes only at windows
+
+
+def test_backtest__crypto_equity_from_pnl(tmp_path):
+    """CryptoTrading-v0 (hourly BTC, 8760 periods a year): equity = V / initial_cash. An
+    always-sell member is short 2 units, an always-buy member long 2 units; the latter's
+    curve is recomputed here from the close prices and the env's rules (buy 1 unit at bars
+    0 and 1, hold 2, flatten on the last step, slippage 5e-5 per side) and buy-and-hold is
+    2 units held from the first bar, costless."""
+    run_dir = str(tmp_path / "crypto")
+    big = 10.0
+    _write_run(
+        run_dir,
+        "CryptoTrading-v0",
+        [[big, 0.0, 0.0], [0.0, 0.0, big]],
+        kwargs={"max_holding": 10**7},
+        periods_per_year=8760.0,
+    )
+    out = run_backtest(BacktestConfig(run_dir=run_dir, split="test"))
+    assert out["periods_per_year"] == 8760.0
+    rows = {r["run"]: r for r in out["rows"]}
+    assert list(rows) == [
+        "member_0",
+        "member_1",
+        "ensemble_vote",
+        "rolling_selection",
+        "buy_and_hold",
+        "cash",
+    ]
+    with open(os.path.join(out["out_dir"], "equity.csv")) as f:
+        eq = list(csv.DictReader(f))
+    curves = {k: np.array([float(r[k]) for r in eq]) for k in eq[0] if k != "step"}
+    env, params = hordax.make("CryptoTrading-v0", split="test", random_start=False)
+    lo, steps = int(params.start_lo), out["steps"]
+    assert steps == int(params.end) - 1 - lo == len(curves["cash"]) - 1
+    p = np.asarray(params.close[:, 0], np.float64)[lo : lo + steps + 1]
+    np.testing.assert_allclose(curves["buy_and_hold"], 1 + 2 * (p - p[0]) / 1e6, atol=1e-6)
+    pos = np.minimum(np.arange(1, steps + 1), 2.0)
+    pos[-1] = 0.0  # flattened on the last step
+    trade = np.diff(pos, prepend=0.0)
+    pnl = np.cumsum(pos * np.diff(p) - np.abs(trade) * p[:-1] * 5e-5)
+    np.testing.assert_allclose(curves["member_1"][1:], 1 + pnl / 1e6, atol=2e-6)
+    short = np.cumsum(-pos * np.diff(p) - np.abs(trade) * p[:-1] * 5e-5)
+    np.testing.assert_allclose(curves["member_0"][1:], 1 + short / 1e6, atol=2e-6)
+    for name, curve in curves.items():
+        ref = performance(curve, 8760)
+        for key, value in ref.items():
+            assert rows[name][key] == pytest.approx(value, rel=1e-4, abs=1e-6), (name, key)
+    # the BTC test split rose (3,795 -> 8,036): long gains, short loses
+    assert rows["member_1"]["cumulative_return"] > 0 > rows["member_0"]["cumulative_return"]
 
 
 def test_backtest__clear_errors(tmp_path, stock):

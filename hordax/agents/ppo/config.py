@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 from hordax.agents.networks import NetworkConfig, validate_network
+from hordax.validation import need as shared_need
 
 
 @dataclass
@@ -47,9 +49,7 @@ class PPOConfig:
 def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
 
-    def need(ok: bool, key: str, value: object, allowed: str) -> None:
-        if not ok:
-            raise ValueError(f"agent.{key}={value}: {allowed}")
+    need = functools.partial(shared_need, prefix="agent.")
 
     finite = math.isfinite
     need(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from hordax.validation import need
+
 PQL_MODES = ("sync", "parallel")
 
 
@@ -79,10 +81,6 @@ class PQLConfig:
 def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
     from hordax.agents.networks import ACTIVATIONS
-
-    def need(ok: bool, key: str, value: object, allowed: str) -> None:
-        if not ok:
-            raise ValueError(f"{key}={value}: {allowed}")
 
     fin = math.isfinite
     need(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+
+from hordax.validation import need as shared_need
 
 
 @dataclass
@@ -54,9 +57,7 @@ def validate_pqn(cfg: PQNConfig, batch_size: int | None = None) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
     from hordax.agents.networks import ACTIVATIONS
 
-    def need(ok: bool, key: str, value: object, allowed: str) -> None:
-        if not ok:
-            raise ValueError(f"agent.{key}={value}: {allowed}")
+    need = functools.partial(shared_need, prefix="agent.")
 
     fin = math.isfinite
     need(

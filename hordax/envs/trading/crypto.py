@@ -101,8 +101,12 @@ class CryptoTrading(Environment[CryptoState, CryptoParams]):
     - episode: start uniform over the split (random windows); truncation at
       ``max_steps_in_episode`` (3600 steps, FinRL's window), termination only if the
       split's last bar is reached.
-    - metrics: ``pnl`` (``V - initial_cash``), ``buy_and_hold_pnl`` (one unit held from the
-      window start, costless), ``position``, ``cost``.
+    - metrics: ``pnl`` (``V - initial_cash``), ``return`` (``V / initial_cash - 1``: the
+      account's return, FinRL's net-asset convention, so it is small: at most
+      ``max_position`` units are ever held), ``buy_and_hold_pnl`` (one unit held from the
+      window start, costless), ``buy_and_hold_return`` (``max_position`` units held from the
+      window start, costless, over ``initial_cash``: the always-long account),
+      ``position``, ``cost``.
     - Not modelled: FinRL's trailing stop-loss and one-step execution delay (orders fill at
       the decision bar's close here).
 
@@ -180,6 +184,7 @@ class CryptoTrading(Environment[CryptoState, CryptoParams]):
         new = jnp.where(flat, 0.0, new)
         holding = jnp.where(flat, 0, holding).astype(jnp.int32)
         p0, p1 = params.close[state.t, 0], params.close[t1, 0]
+        p_start = params.close[state.start, 0]
         q = new - old
         cost = jnp.abs(q) * p0 * params.slippage
         cash = state.cash - q * p0 - cost
@@ -196,7 +201,9 @@ class CryptoTrading(Environment[CryptoState, CryptoParams]):
         info = {
             "metrics": {
                 "pnl": value - params.initial_cash,
-                "buy_and_hold_pnl": p1 - params.close[state.start, 0],
+                "return": value / params.initial_cash - 1.0,
+                "buy_and_hold_pnl": p1 - p_start,
+                "buy_and_hold_return": params.max_position * (p1 - p_start) / params.initial_cash,
                 "position": new,
                 "cost": cost,
             },

@@ -1,17 +1,19 @@
 """Market data on the host (numpy): OHLCV tables -> dense ``[time, asset, feature]`` panels.
 
 - :func:`load_ohlcv_csv` reads a long table (one row per date and ticker, columns ``date,
-  ticker, open, high, low, close, volume``; ``.csv`` or ``.csv.gz``) and
+  ticker, open, high, low, close, volume``; ``.csv``, ``.csv.gz`` or ``.parquet``) and
   :func:`load_close_csv` a wide close-only table (``date`` then one column per ticker).
   Both validate every row and raise ``ValueError`` naming the file, the column and the
-  1-based line number; two documented repairs exist (``sort=True``, ``fill_gaps=True``).
+  1-based line number (CSV; the header is line 1) or data row number (Parquet; the first
+  data row is row 1); two documented repairs exist (``sort=True``, ``fill_gaps=True``).
 - :class:`MarketData` is the dense panel: ``values f64[T, N, 5]`` (open, high, low, close,
   volume) on one calendar shared by all tickers.
 - :func:`chronological_split` / :func:`split_by_dates` / :func:`walk_forward` give index
   ranges ``(start, stop)`` in time order (no shuffling).
 - :func:`synthetic_market` generates correlated GBM prices with Markov regime switches.
 
-Parquet is not supported: neither pandas nor pyarrow is a hordax dependency.
+Parquet is read with pandas + pyarrow, an optional extra (``pip install hordax[parquet]``);
+without them a ``.parquet`` path raises an ``ImportError`` naming the extra.
 Technical indicators live in :mod:`hordax.envs.trading.indicators`.
 """
 
@@ -90,14 +92,54 @@ class MarketData:
 
 def _open_text(path: str | os.PathLike) -> io.TextIOBase:
     path = os.fspath(path)
-    if path.endswith(".parquet"):
-        raise ValueError(
-            f"{path}: Parquet is not supported (pandas/pyarrow are not hordax dependencies); "
-            "convert it to CSV, e.g. pandas.read_parquet(path).to_csv('x.csv.gz', index=False)"
-        )
     if path.endswith(".gz"):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
+
+
+def is_parquet(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a Parquet file (by its ``.parquet`` / ``.pq`` suffix)."""
+    return os.fspath(path).lower().endswith((".parquet", ".pq"))
+
+
+def _read_parquet(path) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """Columns (original spelling) and ``("row N", fields as text)`` of a Parquet file.
+
+    Cells become the text the CSV reader would see (so one validation path serves both):
+    numbers via ``repr`` (exact for float64), missing values as ``""`` (read as NaN, hence
+    rejected like an empty CSV cell), timestamps and dates in ISO 8601."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(
+            f"{path}: reading Parquet needs pandas and pyarrow: pip install 'hordax[parquet]'"
+        ) from None
+    try:
+        frame = pd.read_parquet(path)
+    except ImportError as e:  # pandas without a Parquet engine
+        raise ImportError(
+            f"{path}: reading Parquet needs pyarrow ({e}): pip install 'hordax[parquet]'"
+        ) from None
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # pyarrow's errors for a corrupt or non-Parquet file
+        raise ValueError(f"{path}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+
+    def text(v) -> str:
+        if v is None or (isinstance(v, float) and v != v) or v is pd.NaT:
+            return ""
+        if isinstance(v, pd.Timestamp | _dt.datetime | _dt.date):
+            if isinstance(v, pd.Timestamp | _dt.datetime) and v.tzinfo is not None:
+                v = v.astimezone(_dt.UTC).replace(tzinfo=None)  # UTC, like the CSVs
+            return v.isoformat()
+        if isinstance(v, float | np.floating):
+            return repr(float(v))
+        return str(v)
+
+    columns = [str(c) for c in frame.columns]
+    cells = frame.astype(object).to_numpy()
+    rows = [(f"row {i + 1}", [text(v) for v in r]) for i, r in enumerate(cells)]
+    return columns, rows
 
 
 def _parse_date(text: str, fmt: str | None) -> np.datetime64:
@@ -106,25 +148,37 @@ def _parse_date(text: str, fmt: str | None) -> np.datetime64:
     return np.datetime64(_dt.datetime.strptime(text.strip(), fmt), "s")
 
 
-def _read_rows(path, skip_lines: int) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """Header (lower-cased, stripped) and ``(line number, fields)`` rows of a CSV file."""
+def _read_table(path, skip_lines: int) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """Header (original spelling, stripped) and ``(location, fields)`` rows of a CSV or
+    Parquet file; the location is ``"line N"`` (CSV) or ``"row N"`` (Parquet)."""
+    if is_parquet(path):
+        if skip_lines:
+            raise ValueError(f"{path}: skip_lines={skip_lines} applies to CSV files only")
+        columns, rows = _read_parquet(path)
+        return [c.strip() for c in columns], rows
     with _open_text(path) as f:
         for _ in range(skip_lines):
             f.readline()
         reader = csv.reader(f)
         try:
-            header = [h.strip().lower() for h in next(reader)]
+            header = [h.strip() for h in next(reader)]
         except StopIteration:
             raise ValueError(f"{path}: empty file (no header line)") from None
-        rows = [(skip_lines + i + 2, r) for i, r in enumerate(reader) if r]
+        rows = [(f"line {skip_lines + i + 2}", r) for i, r in enumerate(reader) if r]
     return header, rows
 
 
-def _number(path, column: str, line: int, text: str) -> float:
+def _read_rows(path, skip_lines: int) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """:func:`_read_table` with the header lower-cased."""
+    header, rows = _read_table(path, skip_lines)
+    return [h.lower() for h in header], rows
+
+
+def _number(path, column: str, line: str, text: str) -> float:
     try:
         return float(text) if text.strip() != "" else float("nan")
     except ValueError:
-        msg = f"{path}: column {column!r}, line {line}: {text!r} is not a number"
+        msg = f"{path}: column {column!r}, {line}: {text!r} is not a number"
         raise ValueError(msg) from None
 
 
@@ -141,8 +195,9 @@ def load_ohlcv_csv(
     """Read a long OHLCV table into a :class:`MarketData` panel.
 
     Args:
-        path: ``.csv`` or ``.csv.gz``; a header line with (case-insensitive) columns
-            ``date, ticker, open, high, low, close, volume`` (extra columns are ignored).
+        path: ``.csv``, ``.csv.gz`` or ``.parquet`` (needs ``hordax[parquet]``); a header
+            line (Parquet: columns) with (case-insensitive) names ``date, ticker, open, high,
+            low, close, volume`` (extra columns are ignored).
         date_format: ``strptime`` format of the date column; ``None`` = ISO 8601.
         skip_lines: lines before the header (e.g. a banner line).
         rename: ``{column in file: standard name}``, e.g. ``{"symbol": "ticker"}``.
@@ -158,9 +213,10 @@ def load_ohlcv_csv(
         last date over the tickers (dates outside it are dropped).
 
     Raises:
-        ValueError: naming the file, column and line for a missing column, a bad number or
-        date, a NaN/non-positive price, a negative/NaN volume, high < low, unsorted or
-        duplicated dates of a ticker, or a ticker with a gap in the common calendar.
+        ValueError: naming the file, column and line (Parquet: data row) for a missing
+        column, a bad number or date, a NaN/non-positive price, a negative/NaN volume,
+        high < low, unsorted or duplicated dates of a ticker, or a ticker with a gap in the
+        common calendar.
     """
     header, rows = _read_rows(path, skip_lines)
     rename = {k.lower(): v.lower() for k, v in (rename or {}).items()}
@@ -172,22 +228,22 @@ def load_ohlcv_csv(
     per_ticker: dict[str, list[tuple[np.datetime64, int, list[float]]]] = {}
     for line, r in rows:
         if len(r) < len(header):
-            raise ValueError(f"{path}: line {line}: {len(r)} fields, header has {len(header)}")
+            raise ValueError(f"{path}: {line}: {len(r)} fields, header has {len(header)}")
         try:
             date = _parse_date(r[col["date"]], date_format)
         except ValueError:
             raise ValueError(
-                f"{path}: column 'date', line {line}: {r[col['date']]!r} is not a date"
+                f"{path}: column 'date', {line}: {r[col['date']]!r} is not a date"
                 + (f" in format {date_format!r}" if date_format else " (ISO 8601 expected)")
             ) from None
         vals = [_number(path, c, line, r[col[c]]) for c in FEATURES]
         for c, v in zip(FEATURES, vals, strict=True):
             if c in PRICE_COLUMNS and not (np.isfinite(v) and v > 0):
-                raise ValueError(f"{path}: column {c!r}, line {line}: price {v} must be > 0")
+                raise ValueError(f"{path}: column {c!r}, {line}: price {v} must be > 0")
             if c == "volume" and not (np.isfinite(v) and v >= 0):
-                raise ValueError(f"{path}: column 'volume', line {line}: {v} must be >= 0")
+                raise ValueError(f"{path}: column 'volume', {line}: {v} must be >= 0")
         if vals[1] < vals[2]:
-            raise ValueError(f"{path}: column 'high', line {line}: high {vals[1]} < low {vals[2]}")
+            raise ValueError(f"{path}: column 'high', {line}: high {vals[1]} < low {vals[2]}")
         per_ticker.setdefault(r[col["ticker"]].strip(), []).append((date, line, vals))
     if not per_ticker:
         raise ValueError(f"{path}: no data rows")
@@ -205,29 +261,32 @@ def load_close_csv(
 
     open = high = low = close and volume = 0 (``MarketData.close_only`` is True), so
     indicators that use high/low see the close path only. Validation as in
-    :func:`load_ohlcv_csv` (rows must be sorted; no repair options).
+    :func:`load_ohlcv_csv` (rows must be sorted; no repair options); ``.parquet`` works
+    as in :func:`load_ohlcv_csv`.
     """
-    header, rows = _read_rows(path, 0)
+    names, rows = _read_table(path, 0)  # the original ticker spelling (upper case)
+    header = [h.lower() for h in names]
     if date_column.lower() not in header:
         raise ValueError(f"{path}: missing column {date_column!r}; header has {header}")
     di = header.index(date_column.lower())
-    # keep the original ticker spelling (upper case) from the file
-    with _open_text(path) as f:
-        names = [h.strip() for h in next(csv.reader(f))]
     cols = [i for i in range(len(header)) if i != di]
     per_ticker: dict[str, list] = {names[i]: [] for i in cols}
     for line, r in rows:
         try:
             date = _parse_date(r[di], date_format)
         except ValueError:
-            raise ValueError(f"{path}: column {date_column!r}, line {line}: bad date") from None
+            raise ValueError(f"{path}: column {date_column!r}, {line}: bad date") from None
         for i in cols:
             v = _number(path, names[i], line, r[i])
             if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"{path}: column {names[i]!r}, line {line}: price {v} must be > 0")
+                raise ValueError(f"{path}: column {names[i]!r}, {line}: price {v} must be > 0")
             per_ticker[names[i]].append((date, line, [v, v, v, v, 0.0]))
     data = _assemble(path, per_ticker, sort=False, fill_gaps=False, tickers=tickers, keep=True)
     return dataclasses.replace(data, close_only=True)
+
+
+#: The same reader under a format-neutral name (it reads ``.csv``, ``.csv.gz`` and ``.parquet``).
+load_ohlcv = load_ohlcv_csv
 
 
 def _assemble(path, per_ticker, *, sort, fill_gaps, tickers, keep=False) -> MarketData:
@@ -248,13 +307,13 @@ def _assemble(path, per_ticker, *, sort, fill_gaps, tickers, keep=False) -> Mark
         if np.any(step == np.timedelta64(0, "s")):
             i = int(np.argmax(step == np.timedelta64(0, "s"))) + 1
             raise ValueError(
-                f"{path}: column 'date', line {lines[i]}: duplicated date {dates[i]} "
-                f"for ticker {t!r} (first at line {lines[i - 1]})"
+                f"{path}: column 'date', {lines[i]}: duplicated date {dates[i]} "
+                f"for ticker {t!r} (first at {lines[i - 1]})"
             )
         if np.any(step < np.timedelta64(0, "s")):
             i = int(np.argmax(step < np.timedelta64(0, "s"))) + 1
             raise ValueError(
-                f"{path}: column 'date', line {lines[i]}: date {dates[i]} of ticker {t!r} is "
+                f"{path}: column 'date', {lines[i]}: date {dates[i]} of ticker {t!r} is "
                 f"before the previous row's {dates[i - 1]} (unsorted; pass sort=True to repair)"
             )
         series[t] = (dates, lines, np.array([v for _, _, v in rows], np.float64))
@@ -274,7 +333,7 @@ def _assemble(path, per_ticker, *, sort, fill_gaps, tickers, keep=False) -> Mark
             if not fill_gaps:
                 raise ValueError(
                     f"{path}: column 'date': ticker {t!r} has a gap: no row for {calendar[k]} "
-                    f"(other tickers have one; near line {lines[min(pos[k], len(lines) - 1)]}); "
+                    f"(other tickers have one; near {lines[min(pos[k], len(lines) - 1)]}); "
                     "pass fill_gaps=True to carry the previous close forward"
                 )
         prev = None

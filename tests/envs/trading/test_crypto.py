@@ -67,6 +67,13 @@ def test_crypto__matches_numpy_reference(size):
             np.testing.assert_allclose(float(state.cash), cash, rtol=1e-6)
             np.testing.assert_allclose(float(reward), rew, rtol=1e-4, atol=1e-3)
             np.testing.assert_allclose(float(info["metrics"]["cost"]), cost, rtol=1e-5)
+            # equity convention: V / initial_cash (V = cash + position * close[t + 1]);
+            # buy-and-hold: max_position units from the window's first bar, costless
+            value = float(state.cash) + pos * close[start + k + 1]  # cash checked above
+            m = info["metrics"]
+            np.testing.assert_allclose(float(m["return"]), value / 1e6 - 1.0, atol=3e-7)  # f32 V
+            bh = 2.0 * (close[start + k + 1] - close[start]) / 1e6
+            np.testing.assert_allclose(float(m["buy_and_hold_return"]), bh, rtol=1e-5, atol=1e-9)
             forced += int(k > 0 and ref[k - 1][1] == 6 and hold == 0)
             assert abs(float(state.position)) <= 2.0
         assert float(state.position) == 0.0  # flattened on the window's last step

@@ -108,9 +108,69 @@ def test_load_close_csv__wide_close_only(tmp_path):
         md.load_close_csv(p)
 
 
-def test_parquet__clear_error(tmp_path):
-    with pytest.raises(ValueError, match="Parquet is not supported"):
-        md.load_ohlcv_csv(tmp_path / "x.parquet")
+def _csv_to_parquet(csv_path, parquet_path, mutate=None):
+    """The CSV's table as Parquet (dates as timestamps, numbers as float64)."""
+    pd = pytest.importorskip("pandas")  # pandas + pyarrow: the dev / parquet extras
+    pytest.importorskip("pyarrow")
+    frame = pd.read_csv(csv_path)
+    frame["date"] = pd.to_datetime(frame["date"], format="ISO8601")
+    if mutate is not None:
+        frame = mutate(frame)
+    frame.to_parquet(parquet_path, index=False)
+    return parquet_path
+
+
+def test_parquet__roundtrip_equals_csv(tmp_path):
+    """The same table as CSV and as Parquet loads to the same MarketData (hourly bars,
+    shuffled tickers, an extra column); a wide close table too."""
+    data = md.synthetic_market(5, num_steps=30, num_assets=2, freq="h")
+    csv_path = tmp_path / "syn.csv"
+    md.to_long_csv(data, csv_path)
+    pq_path = _csv_to_parquet(csv_path, tmp_path / "syn.parquet", lambda f: f.assign(extra=1.0))
+    a, b = md.load_ohlcv_csv(csv_path), md.load_ohlcv(pq_path)
+    assert a.tickers == b.tickers == data.tickers
+    np.testing.assert_array_equal(a.dates, b.dates)
+    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_allclose(b.values, data.values, rtol=1e-9)
+    import pandas as pd
+
+    wide = pd.DataFrame({"Date": ["2020-01-02", "2020-01-03"], "AAA": [1.5, 1.6], "BBB": [2, 3]})
+    wide.to_csv(tmp_path / "w.csv", index=False)
+    wide.to_parquet(tmp_path / "w.parquet", index=False)
+    ca, cb = md.load_close_csv(tmp_path / "w.csv"), md.load_close_csv(tmp_path / "w.parquet")
+    assert ca.tickers == cb.tickers == ("AAA", "BBB")
+    np.testing.assert_array_equal(ca.values, cb.values)
+
+
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda f: f.drop(columns=["volume"]), r"missing column\(s\) \['volume'\]"),
+        (lambda f: f.assign(close=f["close"].where(f.index != 2)), r"column 'close', row 3:"),
+        (lambda f: f.assign(open=f["open"].where(f.index != 0, -1.0)), r"column 'open', row 1:"),
+        (lambda f: f.assign(volume=f["volume"].where(f.index != 4, -5)), r"'volume', row 5:"),
+        (lambda f: f.iloc[[0, 2, 1, 3, 4, 5, 6, 7]], r"column 'date', row 3: date .*unsorted"),
+        (lambda f: f.assign(date=f["date"].where(f.index != 1, f["date"][0])), r"row 2: dupl"),
+    ],
+)
+def test_parquet__bad_data_names_file_column_row(tmp_path, mutate, match):
+    text = HEADER + _rows("A", DATES) + _rows("B", DATES)
+    pq_path = _csv_to_parquet(_write(tmp_path, text), tmp_path / "bad.parquet", mutate)
+    with pytest.raises(ValueError, match=match) as e:
+        md.load_ohlcv_csv(pq_path)
+    assert str(e.value).startswith(str(pq_path))
+
+
+def test_parquet__not_parquet_and_missing_extra(tmp_path, monkeypatch):
+    """A corrupt file is a ValueError naming it; without pandas the error names the extra."""
+    bad = _write(tmp_path, "not parquet", "x.parquet")
+    with pytest.raises(ValueError, match=r"x\.parquet: not a readable Parquet file"):
+        md.load_ohlcv_csv(bad)
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas -> ImportError
+    with pytest.raises(ImportError, match=r"pip install 'hordax\[parquet\]'"):
+        md.load_ohlcv_csv(bad)
 
 
 def test_splits__chronological_and_walk_forward():
