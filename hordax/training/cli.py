@@ -189,6 +189,26 @@ def _allowed_keys(cfg_dir: Path, dotted: str, config_name: str = "train") -> lis
     return sorted(node.keys()) if hasattr(node, "keys") else []
 
 
+#: Hydra's command-line flags that take a value (``--cfg job``, ``-p agent``, ...).
+_FLAGS_WITH_VALUE = (
+    "--cfg", "-c", "--package", "-p", "--info", "-i", "--config-path", "-cp",
+    "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun",
+)  # fmt: skip
+
+
+def _strip_flags(args: list[str]) -> list[str]:
+    """``args`` without hydra's flags and their values: the overrides alone."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a.startswith("-"):
+            skip = a in _FLAGS_WITH_VALUE
+        else:
+            out.append(a)
+    return out
+
+
 def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "train") -> None:
     """Compose once with hydra's compose API; turn its errors into one-line messages."""
     from hydra import compose, initialize_config_dir
@@ -198,7 +218,7 @@ def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "
         OverrideParseException,
     )
 
-    overrides = [o for o in overrides if not o.startswith(("-", "hydra.", "+hydra."))]
+    overrides = [o for o in _strip_flags(overrides) if not o.startswith(("hydra.", "+hydra."))]
     try:
         with initialize_config_dir(str(cfg_dir), version_base=None):
             compose(config_name, overrides=overrides)
