@@ -589,8 +589,8 @@ def check_jit_matches_eager(
     env: Any,
     params: Any = None,
     key: jax.Array | None = None,
-    num_steps: int = 6,
-    max_steps: int = 3,
+    num_steps: int = 4,
+    max_steps: int = 2,
 ) -> None:
     """Jitted ``reset``/``step`` equal the same calls under ``jax.disable_jit()`` (atol 1e-5).
 
