@@ -261,10 +261,14 @@ def train_mixed(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
     """Train a mixed ensemble; write ``metrics.jsonl``, ``params.msgpack`` and
     ``summary.json`` (when ``cfg.run_dir``); return the summary (members with algorithm,
     seed, final return and checksum)."""
-    from tqdm.auto import tqdm
-
     from hordax.training.logging import make_logger
-    from hordax.training.run import NonFiniteError, check_finite, params_checksum, summarize_chunk
+    from hordax.training.run import (
+        NonFiniteError,
+        check_finite,
+        params_checksum,
+        progress_bar,
+        summarize_chunk,
+    )
     from hordax.training.run import best_index as best_of
 
     validate_mixed(cfg)
@@ -280,14 +284,8 @@ def train_mixed(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
     logger = make_logger(cfg.logger, run_dir, cfg)
     metrics_file = open(os.path.join(run_dir, "metrics.jsonl"), "w") if run_dir else None  # noqa: SIM115
     steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
-    bar = tqdm(
-        total=resolved.env_steps,
-        unit="step",
-        unit_scale=True,
-        disable=not cfg.progress,
-        dynamic_ncols=True,
-        desc=f"{cfg.env.id} " + "+".join(f"{a}x{s}" for a, s in zip(algos, sizes, strict=True)),
-    )
+    groups = "+".join(f"{a}x{s}" for a, s in zip(algos, sizes, strict=True))
+    bar = progress_bar(cfg, resolved, f"{cfg.env.id} {groups}")
     t_run = time.perf_counter()
     row: dict[str, Any] = {}
     try:

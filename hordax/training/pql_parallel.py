@@ -457,7 +457,6 @@ def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -
     import os
 
     from flax import serialization
-    from tqdm.auto import tqdm
 
     from hordax.training import run as run_mod
     from hordax.training.logging import make_logger
@@ -469,14 +468,7 @@ def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -
     logger = make_logger(cfg.logger, run_dir, cfg)
     metrics_file, _ = run_mod._open_metrics(run_dir, 0)
     steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
-    bar = tqdm(
-        total=resolved.env_steps,
-        unit="step",
-        unit_scale=True,
-        disable=not cfg.progress,
-        dynamic_ncols=True,
-        desc=f"{cfg.env.id} pql parallel",
-    )
+    bar = run_mod.progress_bar(cfg, resolved, f"{cfg.env.id} pql parallel")
     last: dict = {}
 
     def on_row(row: dict) -> None:

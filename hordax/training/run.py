@@ -38,6 +38,21 @@ class NonFiniteError(RuntimeError):
     """Training produced a non-finite loss, gradient or parameter (the NaN guard)."""
 
 
+def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0) -> Any:
+    """The live progress bar on stderr (env steps; off with ``progress=false``)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=resolved.env_steps,
+        initial=initial,
+        unit="step",
+        unit_scale=True,
+        disable=not cfg.progress,
+        dynamic_ncols=True,
+        desc=desc,
+    )
+
+
 def params_checksum(tree: Any) -> str:
     """A stable hash of a pytree of arrays (leaf order, dtype, shape and bytes)."""
     h = hashlib.sha256()
@@ -201,7 +216,6 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
         NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
         CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint.
     """
-    from tqdm.auto import tqdm
 
     from hordax.training.mixed import is_mixed
 
@@ -242,14 +256,11 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     logger = make_logger(cfg.logger, run_dir, cfg)
     metrics_file, row = _open_metrics(run_dir, start_chunk)
     steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
-    bar = tqdm(
-        total=resolved.env_steps,
+    bar = progress_bar(
+        cfg,
+        resolved,
+        f"{cfg.env.id} {cfg.agent.name}" + (f" x{size}" if is_pop else ""),
         initial=start_chunk * steps_per_chunk,
-        unit="step",
-        unit_scale=True,
-        disable=not cfg.progress,
-        dynamic_ncols=True,
-        desc=f"{cfg.env.id} {cfg.agent.name}" + (f" x{size}" if is_pop else ""),
     )
     t_run = time.perf_counter()
     try:
