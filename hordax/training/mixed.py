@@ -154,6 +154,11 @@ def _validate_agent(cfg: Any, a: str) -> None:
         from hordax.agents.pql import validate_pql
 
         validate_pql(acfg, tr.num_envs, tr.rollout_length)
+        if acfg.mode != "sync":
+            raise ValueError(
+                f"agent.mode={acfg.mode!r}: a mixed ensemble trains its PQL members with"
+                " the synchronous schedule inside its one program (mode=sync)"
+            )
     else:
         from hordax.agents.ppo import validate_ppo
 

@@ -68,13 +68,20 @@ def normalize_batch(batch: CriticBatch, stats: RunningStats | None) -> CriticBat
     return batch.replace(obs=normalize(batch.obs, stats), next_obs=normalize(batch.next_obs, stats))
 
 
-def update_stats(stats: RunningStats | None, tr: Any) -> RunningStats | None:
-    """Merge a rollout's new observations (``next_obs``: every ``s_{t+1}`` the envs
-    emitted, final observations included) into the running statistics."""
+def update_stats(stats: RunningStats | None, tr: Any, obs: jax.Array) -> RunningStats | None:
+    """Merge the observations a rollout's steps returned into the running statistics.
+
+    ``tr.obs[1:]`` and ``obs`` (``[B, ...]``, the observation after the rollout's last
+    step) are every observation the envs handed back, first observations of new episodes
+    (after an auto-reset) included, as the ``NormalizeObservation`` wrapper merges them;
+    the reset observations are merged at ``init``. Final observations of ended episodes
+    (only in ``tr.next_obs``) are not, as in the wrapper.
+    """
     if stats is None:
         return None
     T, B = tr.reward.shape
-    return stats.update(tr.next_obs.reshape((T * B, *tr.next_obs.shape[2:])))
+    seen = jnp.concatenate([tr.obs[1:], obs[None]], axis=0)
+    return stats.update(seen.reshape((T * B, *seen.shape[2:])))
 
 
 class NormalizedPolicy:
@@ -188,7 +195,7 @@ class PQLTrainer:
         )
         rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
         buffer = replay.add(state.buffer, rows)
-        stats = update_stats(state.obs_stats, tr)
+        stats = update_stats(state.obs_stats, tr, obs)
         agent_state, losses = self.learn(state.agent, buffer, stats, key_learn)
         agent_state = agent_state.replace(update=agent_state.update + 1)
         params_ok = jnp.all(

@@ -22,7 +22,10 @@ The math is the synchronous trainer's (:class:`~hordax.training.off_policy.PQLTr
 ``actor_update``, ``n_step_transitions``, ``update_stats``); only the schedule differs.
 
 Ratio control (as in the PQL paper, a role ahead of its target waits on a condition
-variable). With ``C`` collection steps, ``Nc`` critic and ``Na`` actor updates so far:
+variable). With ``C`` collection steps, ``Nc`` critic and ``Na`` actor updates so far
+(``beta_av * C`` is evaluated as the integer ``round(beta_av * T) * C / T``, the
+synchronous schedule's count, so float rounding can never leave a role waiting for an
+update that the integer total does not owe):
 
 - the actor may start a rollout when ``Nc >= beta_av * (C - T)``: the critic has done the
   updates of all data but the newest rollout (the actor runs at most one rollout ahead);
@@ -147,7 +150,7 @@ class ParallelPQL:
                 obs, k, self.T,
             )  # fmt: skip
             rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
-            return env_state, obs, update_stats(stats, tr), key, rows, episode_metrics(tr.info)
+            return env_state, obs, update_stats(stats, tr, obs), key, rows, episode_metrics(tr.info)
 
         def critic_group(state, buffer, stats, key):
             def step(st, k):
@@ -244,15 +247,18 @@ class ParallelPQL:
         rows_out: list[dict] = []
         final: dict[str, Any] = {}
         pending: list[dict] = []  # chunk rows made by the actor, handed to the host thread
-        T, beta_av, group, kk = self.T, float(self.acfg.beta_av), self.group, self.k
+        T, group, kk = self.T, self.group, self.k
+        # Integer ratio targets: ``per`` = round(beta_av * T) critic updates per rollout, as
+        # the synchronous schedule (comparing with the float beta_av * steps could stay one
+        # rounding step short of the integer total and wait forever).
+        per = self.t.critic_updates
 
         def actor() -> None:
             env_state, obs, stats, k = a_env
             st = a_state
             eps: list[dict] = []
             for r in range(self.num_rollouts):
-                c_now = r * T
-                self._wait(sh, "actor", lambda c=c_now: sh.critic_updates >= beta_av * (c - T))
+                self._wait(sh, "actor", lambda r=r: sh.critic_updates >= per * (r - 1))
                 with sh.cond:
                     params = sh.actor_for_actor
                 st = st.replace(params={**st.params, "actor": params}, update=jnp.int32(r))
@@ -292,7 +298,7 @@ class ParallelPQL:
                     sh,
                     "v_learner",
                     lambda j=j: (
-                        (j + 1) * group <= beta_av * sh.collection_steps
+                        (j + 1) * group <= per * (sh.collection_steps // T)
                         and sh.actor_updates >= (j - 1) * kk
                     ),
                 )

@@ -204,6 +204,10 @@ def test_mixed__weighted_average_of_ppo_mean_and_pql_actor():
         ({"agents": {"pql": {}}}, r"ensemble.agents.pql: 'pql' is not in ensemble.algorithms"),
         ({"agents": {"pqn": {"learning_rat": 1.0}}}, r"ensemble.agents.pqn.learning_rat"),
         ({"agents": {"pqn": {"num_minibatches": 5}}}, r"^ensemble.agents.pqn.num_minibatches=5"),
+        (
+            {"algorithms": ["ppo", "pql"], "agents": {"pql": {"mode": "parallel"}}},
+            r"^ensemble.agents.pql.mode='parallel': a mixed ensemble trains its PQL members",
+        ),
     ],
 )
 def test_mixed__bad_config_names_the_key(ens, match):

@@ -138,7 +138,8 @@ def _tiny(beta_av=1.5, beta_pv=3, rollout_length=4, num_envs=4):
 def test_normalize_obs__buffer_holds_raw_env_observations():
     """With normalize_obs=true the buffer rows are the env's raw observations (obs and the
     bootstrap next_obs), and the statistics in the state are those of every observation
-    the envs emitted (reset and rollout), merged by the wrapper's RunningStats."""
+    the envs handed back (reset, then each step's, first observations after an auto-reset
+    included), merged by the wrapper's RunningStats."""
     from hordax.envs.wrappers import RunningStats
 
     trainer, _ = _tiny()
@@ -150,7 +151,7 @@ def test_normalize_obs__buffer_holds_raw_env_observations():
     from hordax.training.off_policy import NormalizedPolicy
     from hordax.training.rollout import rollout
 
-    _, _, tr = rollout(
+    _, last_obs, tr = rollout(
         trainer.env, trainer.env_params, NormalizedPolicy(trainer.agent, s0.obs_stats),
         s0.agent, s0.env_state, s0.obs, key_rollout, trainer.cfg.rollout_length,
     )  # fmt: skip
@@ -162,7 +163,8 @@ def test_normalize_obs__buffer_holds_raw_env_observations():
     _, _, last = compute_n_step(tr.reward, tr.terminated, tr.truncated, 0.99, 3)
     boot = tr.next_obs[last, jnp.arange(B)[None, :]].reshape(T * B, 3)
     np.testing.assert_array_equal(rows.next_obs, boot)
-    want = RunningStats.create((3,)).update(s0.obs).update(tr.next_obs.reshape(T * B, 3))
+    seen = jnp.concatenate([tr.obs[1:], last_obs[None]]).reshape(T * B, 3)
+    want = RunningStats.create((3,)).update(s0.obs).update(seen)
     np.testing.assert_allclose(s1.obs_stats.mean, want.mean, rtol=1e-6)
     np.testing.assert_allclose(s1.obs_stats.var, want.var, rtol=1e-6)
     assert float(s1.obs_stats.count) == pytest.approx(B + T * B, abs=1e-3)

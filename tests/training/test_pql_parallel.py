@@ -223,3 +223,21 @@ def test_parallel__nan_guard_and_role_errors_stop_the_run(monkeypatch):
     monkeypatch.setattr(pql_parallel.ParallelPQL, "_busy", busy)
     with pytest.raises(RuntimeError, match="V-learner broke"):
         train_and_log(cfg, env, params, resolved)
+
+
+@pytest.mark.timeout(300)
+def test_parallel__float_ratio_products_do_not_stall_the_learners():
+    """beta_av=1.4, T=10: 14 critic updates per rollout, 126 after 9 rollouts, while the
+    float product 1.4 * 90 is 125.99999999999999. Ratio targets compared in floats would
+    leave the last V-learner call waiting forever; the run must finish with the
+    synchronous counts."""
+    acfg = PQLConfig(
+        mode="parallel", batch_size=8, buffer_size=64, beta_av=1.4, beta_pv=2,
+        hidden_sizes=[8], normalize_obs=False,
+    )  # fmt: skip
+    tcfg = OnPolicyTrainerConfig(num_envs=1, rollout_length=10, total_env_steps=90, num_chunks=1)
+    trainer, resolved = _trainer(acfg, tcfg)
+    assert resolved.num_updates == 9 and 1.4 * 90 < 126
+    par = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates, jax.devices()[:3])
+    out = par.run(jax.random.key(0))
+    assert out.summary["critic_updates"] == 126 and out.summary["actor_updates"] == 63
