@@ -65,13 +65,22 @@ def main() -> None:
         "--parallel", action="store_true", help="also run PQL's parallel mode (third curve)"
     )
     ap.add_argument("--extra", action="append", default=[], help="override for every run")
+    ap.add_argument(
+        "--agents",
+        default="pql,ppo",
+        help="which runs to (re)do, comma-separated; the others' results are kept from an "
+        "earlier invocation's results.json in --out (the PNG shows every curve there)",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = {}
+    saved = out / "results.json"
+    results = json.loads(saved.read_text()) if saved.is_file() else {}
     runs = [("pql", "pql", []), ("ppo", "ppo", [])]
     if args.parallel:
         runs.append(("pql-parallel", "pql", ["agent.mode=parallel"]))
+    wanted = set(args.agents.split(",")) | ({"pql-parallel"} if args.parallel else set())
+    runs = [r for r in runs if r[0] in wanted]
     for label, agent, extra in runs:
         res = run(args.env, agent, out, args.seed, [*extra, *args.extra], label)
         t, steps = time_to(res["rows"], args.threshold)
