@@ -358,11 +358,13 @@ def test_distributional__critic_and_actor_updates_run_and_learn_a_constant():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("normalize_obs", [False, True])
-def test_pql__learns_pendulum(normalize_obs):
-    """Half of configs/tuned/Pendulum-v1_pql.yaml's budget (51k steps): the mean training
-    return (exploration noise included) of the last fifth is >= -250, with and without
-    observation normalization (raw buffer, batches normalized at sample time)."""
+@pytest.mark.parametrize(("normalize_obs", "total_env_steps"), [(False, 25_600), (True, 40_960)])
+def test_pql__learns_pendulum(normalize_obs, total_env_steps):
+    """A quarter (raw observations) or 40% (normalized) of configs/tuned/Pendulum-v1_pql.yaml's
+    budget: the mean training return (exploration noise included) of the last fifth is >= -250,
+    with and without observation normalization (raw buffer, batches normalized at sample time).
+    Measured with seeds 0, 1, 2: -141, -157, -165 (raw, 25.6k steps) and -149, -172, -128
+    (normalized, 41k steps; it needs more: -292 for seed 0 at 25.6k)."""
     acfg = PQLConfig(
         batch_size=256,
         buffer_size=100_000,
@@ -374,7 +376,7 @@ def test_pql__learns_pendulum(normalize_obs):
         hidden_sizes=[128, 128],
     )
     tcfg = OnPolicyTrainerConfig(
-        num_envs=32, rollout_length=4, total_env_steps=51_200, num_chunks=5
+        num_envs=32, rollout_length=4, total_env_steps=total_env_steps, num_chunks=5
     )
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("Pendulum-v1")
