@@ -107,7 +107,8 @@ def test_pqn__rejects_continuous_actions():
 
 @pytest.mark.slow
 def test_pqn__learns_cartpole():
-    """A smaller version of configs/tuned/CartPole-v1_pqn.yaml (200k steps) gets >= 400."""
+    """A smaller version of configs/tuned/CartPole-v1_pqn.yaml (100k steps) gets >= 400
+    (measured: 500, the maximum, with seeds 0, 1 and 2)."""
     acfg = PQNConfig(
         learning_rate=5e-4,
         anneal_lr=True,
@@ -119,7 +120,7 @@ def test_pqn__learns_cartpole():
         reward_scale=0.1,
     )
     tcfg = OnPolicyTrainerConfig(
-        num_envs=32, rollout_length=32, total_env_steps=200_000, num_chunks=4
+        num_envs=32, rollout_length=32, total_env_steps=100_000, num_chunks=4
     )
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("CartPole-v1")
