@@ -50,7 +50,7 @@ def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
             sys.executable,
             str(ROOT / "examples" / "grid_gif.py"),
             "--steps",
-            "8192",
+            "4096",
             "--episodes",
             "1",
             "--out",

@@ -165,6 +165,20 @@ class Programs:
     chunk: Any  # jitted chunk(state) -> (state, metrics [chunk_updates] or [P, ...])
 
 
+def _strongly_typed(init_fn):
+    """``init_fn`` with weak-typed state leaves (e.g. an env's ``time = 0``) made strong.
+
+    A checkpoint stores no weak types, so without this a resumed state's types differ from a
+    fresh one's and ``chunk.lower(state)`` compiles a second program instead of hitting the
+    persistent compilation cache. The values are unchanged (same dtype).
+    """
+
+    def strong(x):
+        return jax.lax.convert_element_type(x, x.dtype) if jax.typeof(x).weak_type else x
+
+    return lambda *args: jax.tree.map(strong, init_fn(*args))
+
+
 def make_programs(cfg: TrainConfig, trainer: OnPolicyTrainer, resolved: Resolved) -> Programs:
     """Init and one chunk of updates as ``jax.jit`` programs sharded over the run's mesh.
 
@@ -184,6 +198,7 @@ def make_programs(cfg: TrainConfig, trainer: OnPolicyTrainer, resolved: Resolved
         def chunk_fn(state: TrainState) -> tuple[TrainState, dict]:
             return trainer.run_chunk(state, resolved.chunk_updates)
 
+    init_fn = _strongly_typed(init_fn)
     abstract = jax.eval_shape(init_fn, *init_args)
     shardings = sharding.train_state_shardings(abstract, mesh, cfg.trainer.num_envs, is_pop)
     return Programs(

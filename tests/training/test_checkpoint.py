@@ -36,13 +36,16 @@ from hordax.training.config import (
 from hordax.training.on_policy import OnPolicyTrainer
 from hordax.training.run import NonFiniteError, make_programs, train_and_log
 
-# 48 chunks of one update each: long enough to be killed mid-run, short to finish.
+# 16 chunks of one update each (a checkpoint after every one, ~0.15 s each): long enough to
+# be killed mid-run (the kill follows the first checkpoint within a poll of 20 ms), short to
+# finish.
+N = 16
 RUN = [
     "env=Debug-PointMass-v0",
     "trainer.num_envs=8",
     "trainer.rollout_length=32",
-    f"trainer.total_env_steps={8 * 32 * 48}",
-    "trainer.num_chunks=48",
+    f"trainer.total_env_steps={8 * 32 * N}",
+    f"trainer.num_chunks={N}",
     "agent.num_minibatches=2",
     "agent.normalize_obs=true",
     "agent.normalize_reward=true",
@@ -104,16 +107,16 @@ def test_resume__after_sigkill_gives_the_uninterrupted_checksum(uninterrupted, t
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     assert not (run_dir / "summary.json").exists()
     killed_at = max(_committed_steps(run_dir))
-    assert 1 <= killed_at < 48
+    assert 1 <= killed_at < N
 
     resumed = _cli([f"resume={run_dir}"], tmp_path)
     assert resumed["resumed_from_chunk"] >= killed_at
     assert resumed["params_checksum"] == uninterrupted["params_checksum"]
     assert resumed["final_return"] == pytest.approx(uninterrupted["final_return"])
     rows = [json.loads(r) for r in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["chunk"] for r in rows] == list(range(48))
+    assert [r["chunk"] for r in rows] == list(range(N))
     # keep=2: only the two newest checkpoints are left.
-    assert _committed_steps(run_dir) == [47, 48]
+    assert _committed_steps(run_dir) == [N - 1, N]
 
 
 def test_resume__skips_a_half_written_checkpoint_and_reports_damage(uninterrupted, tmp_path):
@@ -123,21 +126,22 @@ def test_resume__skips_a_half_written_checkpoint_and_reports_damage(uninterrupte
     run_dir = tmp_path / "run"
     shutil.copytree(src, run_dir)
     ckpts = run_dir / "checkpoints"
-    shutil.rmtree(ckpts / "48")
-    # What a kill during the write of checkpoint 48 leaves: orbax's temporary folder.
-    shutil.copytree(ckpts / "47", ckpts / "48.orbax-checkpoint-tmp-1")
-    (ckpts / "48.orbax-checkpoint-tmp-1" / "commit_success.txt").unlink(missing_ok=True)
+    shutil.rmtree(ckpts / str(N))
+    # What a kill during the write of checkpoint N leaves: orbax's temporary folder.
+    tmp = ckpts / f"{N}.orbax-checkpoint-tmp-1"
+    shutil.copytree(ckpts / str(N - 1), tmp)
+    (tmp / "commit_success.txt").unlink(missing_ok=True)
     resumed = _cli([f"resume={run_dir}"], tmp_path)
-    assert resumed["resumed_from_chunk"] == 47
+    assert resumed["resumed_from_chunk"] == N - 1
     assert resumed["params_checksum"] == uninterrupted["params_checksum"]
 
-    for f in (ckpts / "48").rglob("*"):
+    for f in (ckpts / str(N)).rglob("*"):
         if f.is_file() and f.stat().st_size > 64 and f.suffix != ".json":
             f.write_bytes(b"\0garbage" * 8)
     proc = _cli([f"resume={run_dir}"], tmp_path, check=False)
     err = proc.stderr.strip()
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert err.startswith("hordax: error: resume: checkpoint ") and "48 is corrupt" in err, err
+    assert err.startswith("hordax: error: resume: checkpoint ") and f"{N} is corrupt" in err, err
     assert len(err.splitlines()) == 1
 
     proc = _cli([f"resume={tmp_path / 'nope'}"], tmp_path, check=False)
@@ -153,11 +157,11 @@ def test_resume__incompatible_config_names_the_difference(uninterrupted):
     )
     assert proc.returncode == 2
     assert "agent.network.hidden_sizes=[64, 64] in the checkpoint, [32, 32] now" in proc.stderr
-    assert _committed_steps(run_dir) == [47, 48], "a refused resume must not touch the run"
+    assert _committed_steps(run_dir) == [N - 1, N], "a refused resume must not touch the run"
     assert (run_dir / "config.yaml").read_text() == config
     # Resuming a run whose last chunk is checkpointed reports that run's result.
     again = _cli([f"resume={run_dir}"], run_dir.parent)
-    assert again["resumed_from_chunk"] == 48
+    assert again["resumed_from_chunk"] == N
     assert again["params_checksum"] == uninterrupted["params_checksum"]
     assert again["final_return"] == pytest.approx(uninterrupted["final_return"])
 

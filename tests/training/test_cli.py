@@ -28,6 +28,8 @@ SUMMARY_KEYS = {
 }
 
 
+PQL_N_STEP = "agent.n_step=9: must be <= trainer.rollout_length=4 (windows stay in one rollout)"
+
 BAD_INPUT = [
     (["env=Nope-v0"], "env='Nope-v0' is not a registered environment"),
     (["env=CartPol-v1"], "did you mean CartPole-v1"),
@@ -62,6 +64,18 @@ BAD_INPUT = [
     (["mesh.data=3"], "mesh.data=3: must divide trainer.num_envs=4"),
     (["resume=/no/such/run"], "resume=/no/such/run: no hordax run there"),
     (["trainer.num_envs"], "Error parsing override 'trainer.num_envs'"),
+    # agent=pqn (moved here from tests/agents/test_pqn.py: one driver process for all)
+    (["agent=pqn", "agent.q_lambda=1.5"], "agent.q_lambda=1.5: must be in [0, 1]"),
+    (["agent=pqn", "agent.num_minibatches=3"], "agent.num_minibatches=3: must divide the batch"),
+    (["agent=pqn", "agent.epsilon_decay=0"], "agent.epsilon_decay=0.0: must be in (0, 1]"),
+    (["agent=pqn", "agent.clip_eps=0.2"], "unknown key 'agent.clip_eps'"),
+    (
+        ["agent=pqn", "population.size=2", "population.hparams.gamma=[0.9,0.99]"],
+        "population.hparams.gamma: unknown; allowed names are ['learning_rate', 'q_lambda'",
+    ),
+    (["agent=pqn", "env=Pendulum-v1"], "agent=pqn needs a Discrete action space"),
+    # agent=pql (moved here from tests/training/test_off_policy.py; exact text checked below)
+    (["env=Pendulum-v1", "agent=pql", "agent.n_step=9"], PQL_N_STEP),
 ]
 
 # Runs every bad-input case through the real `main` in ONE fresh process (hydra's main does
@@ -104,6 +118,14 @@ def test_cli__bad_input_gives_one_line_error_and_nonzero_exit(bad_input_results,
     assert err.startswith("hordax: error: ") and len(err.splitlines()) == 1, err
     assert expected in err
     assert not any((cwd / "runs").rglob("*.yaml")) if (cwd / "runs").exists() else True
+
+
+def test_cli__pql_bad_config_is_exactly_one_line(bad_input_results):
+    """`hordax train env=Pendulum-v1 agent=pql agent.n_step=9`: exactly this error line."""
+    _, results = bad_input_results
+    res = results[("env=Pendulum-v1", "agent=pql", "agent.n_step=9")]
+    assert res["code"] == 2
+    assert res["stderr"].strip() == f"hordax: error: {PQL_N_STEP}"
 
 
 def test_cli__process_exit_code_and_help():

@@ -260,9 +260,10 @@ def test_validate__bad_pql_config_names_the_key(agent, trainer, message):
     assert message in str(e.value)
 
 
-def test_cli__pql_bad_config_and_short_run(tmp_path):
-    """One-line errors from `hordax train agent=pql ...`; a short run prints the JSON line
-    and checkpoints; resuming from its first checkpoint reproduces its parameters."""
+def test_cli__pql_short_run_checkpoints_and_resumes(tmp_path):
+    """A short `hordax train agent=pql` run prints the JSON line and checkpoints; resuming
+    from its first checkpoint reproduces its parameters. (Its one-line bad-config error is
+    checked in tests/training/test_cli.py, with the other CLI errors, in one process.)"""
     env = {**os.environ}
     env.pop("XLA_FLAGS", None)
     run = lambda *a: subprocess.run(  # noqa: E731
@@ -272,12 +273,6 @@ def test_cli__pql_bad_config_and_short_run(tmp_path):
         text=True,
         timeout=300,
         env=env,
-    )
-    bad = run("env=Pendulum-v1", "agent=pql", "agent.n_step=9")
-    assert bad.returncode == 2
-    assert bad.stderr.strip() == (
-        "hordax: error: agent.n_step=9: must be <= trainer.rollout_length=4 "
-        "(windows stay in one rollout)"
     )
     ok = run(
         "env=Pendulum-v1",
@@ -360,11 +355,13 @@ def test_distributional__critic_and_actor_updates_run_and_learn_a_constant():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("normalize_obs", [False, True])
-def test_pql__learns_pendulum(normalize_obs):
-    """Half of configs/tuned/Pendulum-v1_pql.yaml's budget (51k steps): the mean training
-    return (exploration noise included) of the last fifth is >= -250, with and without
-    observation normalization (raw buffer, batches normalized at sample time)."""
+@pytest.mark.parametrize(("normalize_obs", "total_env_steps"), [(False, 25_600), (True, 40_960)])
+def test_pql__learns_pendulum(normalize_obs, total_env_steps):
+    """A quarter (raw observations) or 40% (normalized) of configs/tuned/Pendulum-v1_pql.yaml's
+    budget: the mean training return (exploration noise included) of the last fifth is >= -250,
+    with and without observation normalization (raw buffer, batches normalized at sample time).
+    Measured with seeds 0, 1, 2: -141, -157, -165 (raw, 25.6k steps) and -149, -172, -128
+    (normalized, 41k steps; it needs more: -292 for seed 0 at 25.6k)."""
     acfg = PQLConfig(
         batch_size=256,
         buffer_size=100_000,
@@ -376,7 +373,7 @@ def test_pql__learns_pendulum(normalize_obs):
         hidden_sizes=[128, 128],
     )
     tcfg = OnPolicyTrainerConfig(
-        num_envs=32, rollout_length=4, total_env_steps=51_200, num_chunks=5
+        num_envs=32, rollout_length=4, total_env_steps=total_env_steps, num_chunks=5
     )
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("Pendulum-v1")
