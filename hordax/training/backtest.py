@@ -50,7 +50,8 @@ class BacktestConfig:
     out_dir: str = ""
     """Where to write the table and plot ('' = ``RUN_DIR/backtest_<split>``)."""
     periods_per_year: float = 0.0
-    """Annualization factor (0 = the run's ``ensemble.periods_per_year``, 252 by default)."""
+    """Annualization factor (0 = the run's ``ensemble.periods_per_year``; if that is 0 too,
+    inferred from the market data's dates, see ``ensemble.resolve_periods_per_year``)."""
 
 
 def performance(curve: np.ndarray, periods_per_year: float) -> dict[str, float]:
@@ -113,10 +114,10 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     ens = tc.ensemble
     if cfg.periods_per_year > 0:
         ens.periods_per_year = float(cfg.periods_per_year)
-    ppy = float(ens.periods_per_year)
 
     val = ens_mod.evaluate_run(tc, run.members, "validation", ens)
     res = ens_mod.evaluate_run(tc, run.members, cfg.split, ens, val["weights"], val["initial"])
+    ppy = float(res["periods_per_year"])  # the given value, or inferred from the data's dates
     if res["kind"] != "return":
         raise ValueError(
             f"env={tc.env.id!r} reports no info['metrics']['return']; the backtest table needs"

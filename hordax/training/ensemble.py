@@ -71,8 +71,10 @@ class EnsembleConfig:
     """Non-trading envs: fresh evaluation episodes per member and ensemble."""
     eval_seed: int = 1_000_003
     """Seed of the evaluation episodes (never a training seed by default)."""
-    periods_per_year: float = 252.0
-    """Annualization of Sharpe and volatility (252 for daily bars, 8760 for hourly)."""
+    periods_per_year: float = 0.0
+    """Annualization of Sharpe and volatility; 0 = inferred from the env's market data
+    (bars per year over its dates: about 252 for daily stock bars, 8,760 for hourly crypto;
+    252 for an env without dates). Give a number to override."""
     algorithms: list[str] = field(default_factory=list)
     """Members of different algorithms side by side, e.g. [ppo, pqn] (discrete actions) or
     [ppo, pql] (continuous); [] = one population of ``agent``."""
@@ -109,8 +111,11 @@ def validate_ensemble(cfg: EnsembleConfig) -> None:
         raise ValueError(f"ensemble.window={cfg.window}: must be an integer >= 1")
     if int(cfg.eval_episodes) < 1:
         raise ValueError(f"ensemble.eval_episodes={cfg.eval_episodes}: must be an integer >= 1")
-    if not cfg.periods_per_year > 0:
-        raise ValueError(f"ensemble.periods_per_year={cfg.periods_per_year}: must be > 0")
+    if not (cfg.periods_per_year >= 0 and math.isfinite(cfg.periods_per_year)):
+        raise ValueError(
+            f"ensemble.periods_per_year={cfg.periods_per_year}: must be > 0, or 0 to infer it"
+            " from the env's dates"
+        )
 
 
 # --- combination rules (pure, jittable) ---------------------------------------------------
@@ -423,6 +428,20 @@ def equity_curves(out: dict) -> tuple[np.ndarray, str]:
     return curve, kind
 
 
+def resolve_periods_per_year(value: float, env: Any) -> float:
+    """``value`` if > 0; else the bars per year of ``env.dates`` (the env's market data:
+    ``(len(dates) - 1) / span in years``, about 252 for daily stock bars, 365 for daily
+    crypto, 8,760 for hourly); else 252 (an env without dates)."""
+    if value > 0:
+        return float(value)
+    dates = getattr(env, "dates", None)
+    if dates is None or len(dates) < 2:
+        return 252.0
+    seconds = np.asarray(dates).astype("datetime64[s]").astype(np.int64)
+    years = float(seconds[-1] - seconds[0]) / (365.25 * 86400.0)
+    return float((len(seconds) - 1) / years) if years > 0 else 252.0
+
+
 def curve_scores(curve: np.ndarray, kind: str, periods_per_year: float) -> dict[str, np.ndarray]:
     """Per-run ``sharpe`` (annualized, of per-step returns, or of per-step rewards when the
     env reports no return) and ``return`` (cumulative return or total reward)."""
@@ -560,12 +579,13 @@ def evaluate_run(
         keys = jax.random.split(jax.random.key(ens.eval_seed), ens.eval_episodes)
     agent = _agent_for(cfg, env, env_params)
     evaluate = make_evaluator(env, env_params, agent, members, num_steps)
+    ppy = resolve_periods_per_year(ens.periods_per_year, env)
 
     def run(w, init):
         outs = [jax.device_get(evaluate(key, w, init, int(ens.window))) for key in keys]
         curves = [equity_curves(o) for o in outs]
         kind = curves[0][1]
-        per_ep = [curve_scores(c, kind, ens.periods_per_year) for c, _ in curves]
+        per_ep = [curve_scores(c, kind, ppy) for c, _ in curves]
         scores = {n: np.mean([s[n] for s in per_ep], axis=0) for n in ("sharpe", "return")}
         return outs, curves, kind, scores
 
@@ -590,6 +610,7 @@ def evaluate_run(
         "alive": np.asarray(outs[0]["alive"]),
         "num_steps": num_steps,
         "discrete": isinstance(env.action_space(env_params), spaces.Discrete),
+        "periods_per_year": ppy,
     }
 
 
@@ -647,7 +668,7 @@ def ensemble_summary(cfg: Any, members: Members | MixedMembers) -> dict:
         "window": int(ens.window),
         "initial_member": res["initial"],
         "sharpe_kind": res["kind"],
-        "periods_per_year": ens.periods_per_year,
+        "periods_per_year": res["periods_per_year"],
         "runs": rows,
     }
 

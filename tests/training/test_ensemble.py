@@ -248,3 +248,25 @@ def test_agent_ensemble_preset__composes_ppo_members_and_checks_size():
         validate(composed("ensemble.members=1"))
     with pytest.raises(ConfigError, match="agent.network.rnn_size=8: agent=ensemble combines"):
         validate(composed("agent.network.rnn_size=8"))
+
+
+def test_periods_per_year__given_or_inferred_from_the_market_dates():
+    """0 = bars per year of env.dates; a given value wins; 252 without dates."""
+    import types
+
+    from hordax.training.ensemble import resolve_periods_per_year
+
+    def env_with(dates):
+        return types.SimpleNamespace(dates=np.asarray(dates, "datetime64[s]"))
+
+    hourly = np.arange(np.datetime64("2019-01-01T00"), np.datetime64("2021-01-01T00"))
+    assert resolve_periods_per_year(0, env_with(hourly)) == pytest.approx(8766, rel=1e-3)
+    days = np.arange(np.datetime64("2000-01-03"), np.datetime64("2010-01-01"))
+    weekdays = days[np.is_busday(days)]  # stock bars: weekdays only
+    assert resolve_periods_per_year(0, env_with(weekdays)) == pytest.approx(261, abs=1)
+    assert resolve_periods_per_year(8760, env_with(hourly)) == 8760.0
+    assert resolve_periods_per_year(0, types.SimpleNamespace()) == 252.0
+    assert resolve_periods_per_year(0, env_with(hourly[:1])) == 252.0
+    E.validate_ensemble(E.EnsembleConfig(periods_per_year=0.0))
+    with pytest.raises(ValueError, match=r"ensemble.periods_per_year=-1.0: must be > 0, or 0"):
+        E.validate_ensemble(E.EnsembleConfig(periods_per_year=-1.0))
