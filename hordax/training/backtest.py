@@ -24,17 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hordax.envs.trading import metrics
+
 SPLITS = ("train", "validation", "test", "all")
-#: Per-step return volatility below which a curve counts as flat (Sharpe 0): float32
-#: portfolio values of about 1e6 carry rounding noise of about 1e-7 per step.
-FLAT_STD = 1e-6
-COLUMNS = (
-    "cumulative_return",
-    "annualized_return",
-    "annualized_volatility",
-    "sharpe",
-    "max_drawdown",
-)
+#: The table's metric columns (:mod:`hordax.envs.trading.metrics`).
+COLUMNS = metrics.NAMES
 
 
 @dataclass
@@ -55,30 +49,10 @@ class BacktestConfig:
 
 
 def performance(curve: np.ndarray, periods_per_year: float) -> dict[str, float]:
-    """Metrics of one equity curve ``f[T + 1]`` (``curve[0]`` = starting value > 0).
-
-    Per-step returns ``r_t = curve[t] / curve[t - 1] - 1``; ``cumulative_return =
-    curve[-1] / curve[0] - 1``; ``annualized_return = (1 + cumulative) ** (P / T) - 1``;
-    ``annualized_volatility = std(r, ddof=1) * sqrt(P)``; ``sharpe = mean(r) / std(r, ddof=1)
-    * sqrt(P)`` (risk-free rate 0; 0 for a flat curve, i.e. ``std(r) <`` :data:`FLAT_STD`,
-    below which per-step returns are float32 rounding of the value);
-    ``max_drawdown = max_t (1 - curve[t] / max_{s <= t} curve[s])`` (a positive fraction).
-    """
-    curve = np.asarray(curve, np.float64)
-    steps = curve.shape[0] - 1
-    if steps < 1:
-        raise ValueError(f"an equity curve needs at least 2 points, got {curve.shape[0]}")
-    r = curve[1:] / curve[:-1] - 1.0
-    cumulative = curve[-1] / curve[0] - 1.0
-    std = float(r.std(ddof=1)) if steps > 1 else 0.0
-    peak = np.maximum.accumulate(curve)
-    return {
-        "cumulative_return": float(cumulative),
-        "annualized_return": float((1.0 + cumulative) ** (periods_per_year / steps) - 1.0),
-        "annualized_volatility": std * math.sqrt(periods_per_year),
-        "sharpe": float(r.mean() / std * math.sqrt(periods_per_year)) if std > FLAT_STD else 0.0,
-        "max_drawdown": float(np.max(1.0 - curve / peak)),
-    }
+    """Every metric of :mod:`hordax.envs.trading.metrics` (cumulative and annualized return,
+    volatility, Sharpe, Sortino, max drawdown, Calmar, win and loss rate) of one equity curve
+    ``f[T + 1]`` (``curve[0]`` = starting value > 0), as Python floats."""
+    return {k: float(v) for k, v in metrics.summary(curve, periods_per_year).items()}
 
 
 def run_backtest(cfg: BacktestConfig) -> dict:
@@ -141,6 +115,10 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         row = {"run": name, "algorithm": algos[i] if i < k else "", **performance(curve, ppy)}
         row["validation_weight"] = float(val["weights"][i]) if i < k else math.nan
         row["validation_sharpe"] = float(val["scores"]["sharpe"][i]) if i < k + 2 else math.nan
+        row["turnover"] = math.nan  # mean traded value / portfolio value per step
+        if "turnover" in res["metrics"] and i < k + 2:
+            alive = res["alive"][:, i].astype(bool)
+            row["turnover"] = float(np.mean(res["metrics"]["turnover"][:, i][alive]))
         rows.append(row)
 
     out_dir = cfg.out_dir or os.path.join(cfg.run_dir, f"backtest_{cfg.split}")
@@ -211,7 +189,11 @@ def markdown_table(rows: list[dict]) -> str:
         "annualized return",
         "annualized volatility",
         "Sharpe",
+        "Sortino",
         "max drawdown",
+        "Calmar",
+        "win / loss steps",
+        "turnover / step",
         "validation weight",
         "validation Sharpe",
     ]
@@ -224,7 +206,11 @@ def markdown_table(rows: list[dict]) -> str:
             _fmt(r["annualized_return"], True),
             _fmt(r["annualized_volatility"], True),
             _fmt(r["sharpe"], False),
+            _fmt(r["sortino"], False),
             _fmt(r["max_drawdown"], True),
+            _fmt(r["calmar"], False),
+            f"{_fmt(r['win_rate'], True)} / {_fmt(r['loss_rate'], True)}",
+            _fmt(r["turnover"], True),
             _fmt(r["validation_weight"], False),
             _fmt(r["validation_sharpe"], False),
         ]

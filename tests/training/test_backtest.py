@@ -151,6 +151,9 @@ def test_backtest__numbers_agree_with_independent_computations(stock):
     # A member that only sells never holds anything: its value stays the initial cash.
     np.testing.assert_allclose(curves["member_0"], 1.0)
     assert rows["member_0"]["max_drawdown"] < 1e-6 and rows["cash"]["sharpe"] == 0.0  # f32 value
+    # It never trades (turnover 0); the env reports turnover for agent runs, not baselines.
+    assert rows["member_0"]["turnover"] == 0.0 and rows["member_1"]["turnover"] >= 0.0
+    assert np.isnan(rows["buy_and_hold"]["turnover"]) and np.isnan(rows["cash"]["turnover"])
     # Buy-and-hold: equal-weight price relatives from the split's first row (the env's own
     # prices, computed here without the env's step).
     env, params = hordax.make("StockTrading-v0", data="stocks", split="test", random_start=False)
