@@ -2,12 +2,14 @@
 
 The run directory of a population run (``hordax train agent=ensemble ...``) is rebuilt from
 ``config.yaml`` and ``params.msgpack``; every member, the vote / weighted-average ensemble,
-the rolling selection and two baselines then trade one deterministic episode over the whole
+the rolling selection and the baselines then trade one deterministic episode over the whole
 split (from its first row, ``random_start=False``, no time limit). Ensemble weights and the
 first rolling member come from the members' scores on the validation split, never from the
 split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric,
 costless, from the same first row: equal weights for the stock envs, ``max_position`` BTC
-for the crypto env) and ``cash`` (flat). Equity curves are ``1 + info["metrics"]["return"]``:
+for the crypto env), ``cash`` (flat) and, for the multi-asset stock envs,
+``equal_weight`` (rebalanced to 1/N every step) and ``min_variance`` (rebalanced every step
+to the long-only minimum-variance weights of the train split's returns), both costless. Equity curves are ``1 + info["metrics"]["return"]``:
 portfolio value over initial capital (the crypto env: net assets ``cash + position * close``
 over its ``initial_cash``, FinRL's convention).
 
@@ -21,6 +23,7 @@ import csv
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -107,6 +110,10 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         for t in range(bh.shape[0]):
             full[t + 1] = bh[t] if alive[t] else full[t]
         curves["buy_and_hold"] = full
+    mv_weights = None
+    if np.asarray(split_params(tc, cfg.split)[0].close).shape[1] > 1:  # the stock envs
+        base, mv_weights = portfolio_baselines(tc, cfg.split, res["curve"].shape[0])
+        curves.update(base)
     curves["cash"] = np.ones(res["curve"].shape[0])
 
     algos = ens_mod.member_algorithms(tc, run.members)
@@ -140,9 +147,64 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         "weights": [float(w) for w in val["weights"]],
         "initial_member": val["initial"],
         "rolling_choices": _segments(res["choice"]),
+        "min_variance_weights": None if mv_weights is None else mv_weights.tolist(),
         "out_dir": out_dir,
         "rows": rows,
     }
+
+
+def split_params(tc: Any, split: str) -> tuple[Any, int]:
+    """``(env_params, first row)`` of the deterministic full-split episode of ``split``."""
+    from hordax.training.ensemble import split_env
+
+    _, params, _ = split_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), split)
+    return params, int(params.start_lo)
+
+
+def rebalanced_curve(close: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``f64[T]`` value of a costless portfolio rebalanced to ``weights[N]`` before every
+    step: ``curve[t + 1] = curve[t] * sum_i w_i close[t + 1, i] / close[t, i]``, for
+    ``close[T, N]`` and ``curve[0] = 1``."""
+    close = np.asarray(close, np.float64)
+    rel = close[1:] / close[:-1]
+    return np.concatenate([[1.0], np.cumprod(rel @ np.asarray(weights, np.float64))])
+
+
+def project_simplex(v: np.ndarray) -> np.ndarray:
+    """Euclidean projection of ``v[N]`` onto ``{w >= 0, sum w = 1}`` (sort-based)."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    rho = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
+    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
+
+
+def min_variance_weights(returns: np.ndarray, iterations: int = 5000) -> np.ndarray:
+    """Long-only minimum-variance weights ``w[N]`` (``min w' S w`` over the simplex, ``S``
+    the sample covariance of ``returns[T, N]``), by projected gradient descent with step
+    ``1 / (2 * largest eigenvalue of S)``."""
+    cov = np.cov(np.asarray(returns, np.float64), rowvar=False)
+    step = 1.0 / (2.0 * np.linalg.eigvalsh(cov)[-1])
+    w = np.full(cov.shape[0], 1.0 / cov.shape[0])
+    for _ in range(iterations):
+        w = project_simplex(w - step * 2.0 * cov @ w)
+    return w
+
+
+def portfolio_baselines(tc: Any, split: str, length: int) -> tuple[dict, np.ndarray]:
+    """``equal_weight`` and ``min_variance`` curves (``f64[length]``) over ``split``'s episode
+    rows, both costless and rebalanced every step; the minimum-variance weights come from the
+    train split's per-step returns only (no look-ahead into the tested period)."""
+    params, lo = split_params(tc, split)
+    close = np.asarray(params.close, np.float64)[lo : lo + length]
+    train, t_lo = split_params(tc, "train")
+    t_close = np.asarray(train.close, np.float64)[t_lo : int(train.end)]
+    w = min_variance_weights(t_close[1:] / t_close[:-1] - 1.0)
+    n = close.shape[1]
+    curves = {
+        "equal_weight": rebalanced_curve(close, np.full(n, 1.0 / n)),
+        "min_variance": rebalanced_curve(close, w),
+    }
+    return curves, w
 
 
 def _obs_shape(make, tc) -> tuple[int, ...]:

@@ -132,6 +132,8 @@ def test_backtest__writes_table_curves_and_plot(stock):
         "ensemble_average",
         "rolling_selection",
         "buy_and_hold",
+        "equal_weight",
+        "min_variance",
         "cash",
     ]
     with open(os.path.join(d, "metrics.csv")) as f:
@@ -161,6 +163,12 @@ def test_backtest__numbers_agree_with_independent_computations(stock):
     close = np.asarray(params.close, np.float64)[lo : lo + len(curves["buy_and_hold"])]
     np.testing.assert_allclose(curves["buy_and_hold"], (close / close[0]).mean(1), rtol=1e-5)
     assert out["steps"] == int(params.end) - 1 - lo == len(curves["cash"]) - 1
+    # Equal-weight and minimum-variance baselines: rebalanced every step, computed here.
+    rel = close[1:] / close[:-1]
+    np.testing.assert_allclose(curves["equal_weight"][1:], np.cumprod(rel.mean(1)), rtol=1e-6)
+    w = np.asarray(out["min_variance_weights"])
+    assert w.min() >= 0.0 and w.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(curves["min_variance"][1:], np.cumprod(rel @ w), rtol=1e-6)
     # Every row is performance() of its curve.
     for name, curve in curves.items():
         ref = performance(curve, 252)
@@ -278,3 +286,36 @@ def test_ensemble_summary__cartpole_fresh_episodes(tmp_path):
     assert sum(runs[f"member_{i}"]["weight"] for i in range(3)) == pytest.approx(1.0)
     with open(os.path.join(run_dir, "summary.json")) as f:
         assert json.load(f)["ensemble"]["runs"] == json.loads(json.dumps(runs))
+
+
+def test_min_variance_weights__diagonal_and_against_scipy():
+    """Long-only minimum variance: w_i ~ 1/var_i for uncorrelated assets; on correlated
+    returns the objective equals scipy's SLSQP optimum over the simplex."""
+    from scipy.optimize import minimize
+
+    from hordax.training.backtest import min_variance_weights, project_simplex
+
+    rng = np.random.default_rng(0)
+    std = np.array([0.01, 0.02, 0.04])
+    r = rng.standard_normal((20000, 3))
+    r = (r - r.mean(0)) / r.std(0, ddof=1) * std  # exactly these stds
+    w = min_variance_weights(r)
+    cov = np.cov(r, rowvar=False)
+    want = np.linalg.solve(cov, np.ones(3))
+    np.testing.assert_allclose(w, want / want.sum(), atol=2e-3)
+    mix = rng.standard_normal((500, 6)) @ rng.standard_normal((6, 6)) * 0.01
+    mix[:, 0] += 0.05 * rng.standard_normal(500)  # one volatile asset: weight 0
+    w = min_variance_weights(mix)
+    cov = np.cov(mix, rowvar=False)
+    ref = minimize(
+        lambda x: x @ cov @ x,
+        np.full(6, 1 / 6),
+        method="SLSQP",
+        bounds=[(0, 1)] * 6,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
+    assert w.min() >= 0 and w.sum() == pytest.approx(1.0) and w[0] < 1e-3
+    assert w @ cov @ w <= ref.fun * (1 + 1e-6)
+    p = project_simplex(np.array([0.5, 2.0, -1.0]))
+    np.testing.assert_allclose(p, [0.0, 1.0, 0.0])
