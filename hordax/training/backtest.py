@@ -9,9 +9,10 @@ split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return
 costless, from the same first row: equal weights for the stock envs, ``max_position`` BTC
 for the crypto env), ``cash`` (flat) and, for the multi-asset stock envs,
 ``equal_weight`` (rebalanced to 1/N every step) and ``min_variance`` (rebalanced every step
-to the long-only minimum-variance weights of the train split's returns), both costless. Equity curves are ``1 + info["metrics"]["return"]``:
-portfolio value over initial capital (the crypto env: net assets ``cash + position * close``
-over its ``initial_cash``, FinRL's convention).
+to the long-only minimum-variance weights of the train split's returns), both costless.
+Equity curves are ``1 + info["metrics"]["return"]``: portfolio value over initial capital
+(the crypto env: net assets ``cash + position * close`` over its ``initial_cash``, FinRL's
+convention).
 
 Outputs in ``out_dir`` (default ``RUN_DIR/backtest_<split>``): ``metrics.csv``,
 ``metrics.md``, ``equity.png`` (equity curves) and ``equity.csv`` (the curves).
