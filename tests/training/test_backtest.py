@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ensemble_helpers import output_layer
 from flax import serialization
 from omegaconf import OmegaConf
 
@@ -23,23 +24,6 @@ from hordax.training.backtest import BacktestConfig, performance, run_backtest
 from hordax.training.config import TrainConfig
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def output_layer(actor_params: dict) -> dict:
-    """The actor's output Dense layer (the one outside the torso), whatever its module path."""
-    found = []
-
-    def walk(node, path):
-        if isinstance(node, dict) and "kernel" in node and "bias" in node:
-            if not any(p.startswith(("MLP", "CNN", "GRU", "Embed")) for p in path):
-                found.append(node)
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, (*path, k))
-
-    walk(actor_params, ())
-    assert len(found) == 1, f"expected one output layer, found {len(found)}"
-    return found[0]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ensemble_helpers import output_layer
 
 import hordax
 from hordax.agents.ppo import PPOConfig, make_agent
@@ -16,23 +17,6 @@ from hordax.envs.wrappers.normalize import RunningStats
 from hordax.training import ensemble as E  # noqa: N812
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def output_layer(actor_params: dict) -> dict:
-    """The actor's output Dense layer (the one outside the torso), whatever its module path."""
-    found = []
-
-    def walk(node, path):
-        if isinstance(node, dict) and "kernel" in node and "bias" in node:
-            if not any(p.startswith(("MLP", "CNN", "GRU", "Embed")) for p in path):
-                found.append(node)
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, (*path, k))
-
-    walk(actor_params, ())
-    assert len(found) == 1, f"expected one output layer, found {len(found)}"
-    return found[0]
 
 
 # --- weights ------------------------------------------------------------------------------
