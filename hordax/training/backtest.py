@@ -111,10 +111,8 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         for t in range(bh.shape[0]):
             full[t + 1] = bh[t] if alive[t] else full[t]
         curves["buy_and_hold"] = full
-    mv_weights = None
-    if np.asarray(split_params(tc, cfg.split)[0].close).shape[1] > 1:  # the stock envs
-        base, mv_weights = portfolio_baselines(tc, cfg.split, res["curve"].shape[0])
-        curves.update(base)
+    base, mv_weights = portfolio_baselines(tc, cfg.split, res["curve"].shape[0])
+    curves.update(base)
     curves["cash"] = np.ones(res["curve"].shape[0])
 
     algos = ens_mod.member_algorithms(tc, run.members)
@@ -191,12 +189,15 @@ def min_variance_weights(returns: np.ndarray, iterations: int = 5000) -> np.ndar
     return w
 
 
-def portfolio_baselines(tc: Any, split: str, length: int) -> tuple[dict, np.ndarray]:
+def portfolio_baselines(tc: Any, split: str, length: int) -> tuple[dict, np.ndarray | None]:
     """``equal_weight`` and ``min_variance`` curves (``f64[length]``) over ``split``'s episode
     rows, both costless and rebalanced every step; the minimum-variance weights come from the
-    train split's per-step returns only (no look-ahead into the tested period)."""
+    train split's per-step returns only (no look-ahead into the tested period). Single-asset
+    data (the crypto env) has neither: ``({}, None)``."""
     params, lo = split_params(tc, split)
     close = np.asarray(params.close, np.float64)[lo : lo + length]
+    if close.shape[1] < 2:
+        return {}, None
     train, t_lo = split_params(tc, "train")
     t_close = np.asarray(train.close, np.float64)[t_lo : int(train.end)]
     w = min_variance_weights(t_close[1:] / t_close[:-1] - 1.0)
