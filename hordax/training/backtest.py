@@ -69,6 +69,10 @@ def run_backtest(cfg: BacktestConfig) -> dict:
 
     if cfg.split not in SPLITS:
         raise ValueError(f"split={cfg.split!r}: allowed values are {list(SPLITS)}")
+    if not (cfg.periods_per_year >= 0 and math.isfinite(cfg.periods_per_year)):
+        raise ValueError(
+            f"periods_per_year={cfg.periods_per_year}: must be > 0, or 0 for the run's own"
+        )
     if not cfg.run_dir:
         raise ValueError("run_dir is required: hordax backtest RUN_DIR split=test")
     run = ens_mod.load_run(cfg.run_dir)

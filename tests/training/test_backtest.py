@@ -220,6 +220,8 @@ def test_backtest__clear_errors(tmp_path, stock):
         run_backtest(BacktestConfig(run_dir=str(tmp_path / "nope")))
     with pytest.raises(ValueError, match=r"split='holdout': allowed values"):
         run_backtest(BacktestConfig(run_dir=run_dir, split="holdout"))
+    with pytest.raises(ValueError, match=r"periods_per_year=-252.0: must be > 0, or 0"):
+        run_backtest(BacktestConfig(run_dir=run_dir, periods_per_year=-252.0))
     with pytest.raises(ValueError, match=r"data='sp500': observations have shape \(201,\)"):
         run_backtest(BacktestConfig(run_dir=run_dir, data="sp500"))
     single = str(tmp_path / "single")
