@@ -3,12 +3,22 @@
 Torsos map an observation batch ``[B, *obs_shape]`` to features ``[B, F]``:
 :class:`MLP` flattens trailing axes; :class:`CNN` takes ``[B, H, W, C]`` (a channel axis
 is added to ``[B, H, W]``) and ends in a dense layer. Both are float32.
+
+On CPU the CNN's convolutions run as one matmul of image patches (:func:`conv_general_dilated`):
+XLA:CPU sends a convolution to its fast (Eigen) kernel only when its dimension numbers are
+canonical (NHWC input, HWIO kernel), and it rewrites the non-canonical ones, which is what
+the gradient convolutions are, only in a program's top-level computation. Inside
+``lax.scan`` (every trainer's update loop) they fell back to a naive loop, 20-50x slower per
+gradient, which made PPO with a CNN torso train ~300x slower than with an MLP (issue #12).
+A matmul and its gradients (matmuls) take the fast path everywhere, under ``vmap`` too.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -65,6 +75,72 @@ def validate_network(cfg: NetworkConfig, prefix: str = "agent.network") -> None:
         )
 
 
+def _conv_patches_matmul(
+    x: jax.Array, kernel: jax.Array, padding: Sequence[tuple[int, int]], precision: Any
+) -> jax.Array:
+    """Stride-1 convolution ``x f32[B, H, W, C]``, ``kernel f32[kh, kw, C, O]`` ->
+    ``f32[B, H', W', O]`` as ``patches [B, H', W', kh * kw * C] @ kernel [kh * kw * C, O]``
+    (the patch's ``(i, j, c)`` order is the kernel's row-major flattening)."""
+    kh, kw, c, o = kernel.shape
+    xp = jnp.pad(x, ((0, 0), *padding, (0, 0)))
+    h, w = xp.shape[1] - kh + 1, xp.shape[2] - kw + 1
+    patches = jnp.concatenate(
+        [xp[:, i : i + h, j : j + w, :] for i in range(kh) for j in range(kw)], axis=-1
+    )
+    return jnp.dot(patches, kernel.reshape((kh * kw * c, o)), precision=precision)
+
+
+def conv_general_dilated(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    precision: Any = None,
+) -> jax.Array:
+    """``jax.lax.conv_general_dilated`` (same signature and result) that computes the
+    convolutions the CNN torso uses (2-D, NHWC/HWIO, stride 1, no dilation, one group,
+    non-negative padding) as a patches matmul on CPU; every other case and every other
+    platform goes to ``lax.conv_general_dilated`` unchanged. Passed to ``nn.Conv``."""
+    lax_conv = functools.partial(
+        jax.lax.conv_general_dilated,
+        window_strides=window_strides,
+        padding=padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers,
+        feature_group_count=feature_group_count,
+        precision=precision,
+    )
+    if lhs.ndim != 4 or rhs.ndim != 4:
+        return lax_conv(lhs, rhs)
+    dn = jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
+    pads = (
+        jax.lax.padtype_to_pads(lhs.shape[1:3], rhs.shape[:2], (1, 1), padding)
+        if isinstance(padding, str)
+        else [tuple(p) for p in padding]
+    )
+    unit = lambda v: v is None or all(int(d) == 1 for d in v)  # noqa: E731
+    if not (
+        dn == jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, ("NHWC", "HWIO", "NHWC"))
+        and unit(window_strides)
+        and unit(lhs_dilation)
+        and unit(rhs_dilation)
+        and feature_group_count == 1
+        and all(int(p) >= 0 for pair in pads for p in pair)
+    ):
+        return lax_conv(lhs, rhs)
+    return jax.lax.platform_dependent(
+        lhs,
+        rhs,
+        cpu=lambda x, k: _conv_patches_matmul(x, k, pads, precision),
+        default=lax_conv,
+    )
+
+
 class MLP(nn.Module):
     """Dense layers with orthogonal init (gain sqrt(2)); input flattened to ``[B, -1]``."""
 
@@ -100,6 +176,7 @@ class CNN(nn.Module):
                     (3, 3),
                     padding="SAME",
                     kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
+                    conv_general_dilated=conv_general_dilated,
                 )(x)
             )
         return MLP(self.hidden_sizes, self.activation)(x)
