@@ -22,9 +22,14 @@ research/style.md section 7):
   ``step_env`` never folds the time limit into ``terminated``.
 - :func:`check_hordax_info`: ``info["metrics"]``/``info["reward_terms"]`` (hordax envs).
 - :func:`check_fresh_resets`: initial states differ across auto-reset episodes.
+- :func:`check_batch_resets`: :class:`~hordax.envs.wrappers.VecEnv`'s amortized fresh resets
+  (a pool smaller than the batch, overflow rounds included) equal gymnax's in-step resets.
 - :func:`check_finite`, :func:`check_nonfinite_actions`: finite states over a random episode,
   and under NaN/inf actions through :class:`~hordax.envs.wrappers.ClipAction`.
-- :func:`check_multi_agent`: agent-axis shapes of a :class:`MultiAgentEnvironment`.
+- :func:`check_multi_agent`: agent-axis shapes of a :class:`MultiAgentEnvironment`, its teams
+  and per-agent (unpadded) spaces.
+- :func:`check_critic_observation`: an env's optional critic observation (MAPPO's global
+  state, privileged state for asymmetric critics) lies in its space.
 - :func:`check_render`: ``render`` returns ``uint8[H, W, 3]``.
 
 The jitted helpers take the env as a static argument, so XLA compilations are cached per env
@@ -47,13 +52,18 @@ from gymnax.environments import environment as gx_env
 from gymnax.environments import spaces
 
 from hordax.envs.core import Environment as HordaxEnvironment
-from hordax.envs.core import is_multi_agent
+from hordax.envs.core import has_critic_observation, is_multi_agent, supports_step_no_reset
+from hordax.envs.spaces import MultiDiscrete
 from hordax.envs.wrappers.clip import ClipAction
+from hordax.envs.wrappers.vector import VecEnv
 
 __all__ = [
     "Trajectory",
     "assert_in_space",
     "assert_trees_close",
+    "batch_rollout",
+    "check_batch_resets",
+    "check_critic_observation",
     "check_determinism",
     "check_env",
     "check_fresh_resets",
@@ -221,7 +231,7 @@ def _space_layout_errors(space: Any, x: Any, batch: tuple[int, ...], where: str)
             for i, (s, xi) in enumerate(zip(space.spaces, x, strict=True))
             for err in _space_layout_errors(s, xi, batch, f"{where}[{i}]")
         ]
-    if not isinstance(space, spaces.Box | spaces.Discrete):
+    if not isinstance(space, spaces.Box | spaces.Discrete | MultiDiscrete):
         return []
     errors = []
     shape = tuple(jnp.shape(x))
@@ -764,7 +774,9 @@ def check_vmap_params(
 
 
 def _uses_gymnax_step(env: Any) -> bool:
-    return getattr(type(env), "step", None) is gx_env.Environment.step
+    """gymnax's inherited ``step``, or hordax's (the same body after an action-shape check)."""
+    steps = (gx_env.Environment.step, HordaxEnvironment.step)
+    return getattr(type(env), "step", None) in steps
 
 
 def check_terminal_semantics(
@@ -924,6 +936,87 @@ def check_fresh_resets(
         )
 
 
+@functools.partial(jax.jit, static_argnames=("env", "num_envs", "num_steps", "reset_pool"))
+def batch_rollout(
+    env: Any, params: Any, key: jax.Array, num_envs: int, num_steps: int, reset_pool: int
+) -> tuple:
+    """``num_steps`` random-action steps of ``VecEnv(env, num_envs, reset_pool=reset_pool)``.
+
+    Returns ``(state0, keys [T], actions [T, B, ...], outputs)``: the batch state after
+    ``reset``, each step's key (``VecEnv.step`` gets ``split(keys[t])[1]``), the actions and
+    the ``step`` output tuples, every leaf ``[T, B, ...]``.
+    """
+    vec = VecEnv(env, num_envs, reset_pool=reset_pool)
+    key_reset, key_steps = jax.random.split(key)
+    _, state0 = vec.reset(key_reset, params)
+    space = env.action_space(params)
+
+    def body(state, k):
+        k_act, k_step = jax.random.split(k)
+        action = jax.vmap(space.sample)(jax.random.split(k_act, num_envs))
+        out = vec.step(k_step, state, action, params)
+        return out[1], (action, out)
+
+    keys = jax.random.split(key_steps, num_steps)
+    actions, outs = jax.lax.scan(body, state0, keys)[1]
+    return state0, keys, actions, outs
+
+
+def check_batch_resets(
+    env: Any,
+    params: Any = None,
+    key: jax.Array | None = None,
+    num_envs: int = 4,
+    num_steps: int = 8,
+    max_steps: int = 3,
+    reset_pool: int = 1,
+) -> None:
+    """The batch layer's amortized fresh resets equal gymnax's in-step resets.
+
+    ``VecEnv(env, num_envs, reset_pool=1)`` steps without the reset and resets the finished
+    slots one pool round at a time; with ``max_steps_in_episode=max_steps`` every env
+    truncates together, so rounds overflow. Asserted: the env supports the no-reset step
+    (it uses gymnax's inherited ``step``); every output (obs, state, reward, flags, info with
+    ``final_observation``) equals one ``env.step`` per slot on the slot's key (floats to
+    1e-5: the two programs may fuse float arithmetic differently; the random draws are the
+    same); some step ended more than ``reset_pool`` episodes; and (``env.random_reset``) the
+    slots reset on that step did not all start alike. The reference reuses the compiled
+    ``env.step`` of the other checks, so this check compiles one program.
+    """
+    prop = "batch_resets"
+    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
+    if not supports_step_no_reset(env):
+        _fail(env, prop, "env overrides step(): VecEnv cannot step it without the reset")
+    state0, keys, actions, outs = batch_rollout(env, params, key, num_envs, num_steps, reset_pool)
+    outs = jax.device_get(outs)
+    singles = [_slot(state0, i) for i in range(num_envs)]
+    try:
+        for t in range(num_steps):
+            slot_keys = jax.random.split(jax.random.split(keys[t])[1], num_envs)
+            for i in range(num_envs):
+                single = env.step(slot_keys[i], singles[i], _slot(actions[t], i), params)
+                where = f"step {t + 1}, env {i}: pooled vs in-step reset"
+                assert_trees_close(_slot(_step_at(outs, t), i), single, where, **_TOL)
+                singles[i] = single[1]
+    except AssertionError as err:
+        _fail(env, prop, str(err))
+    done = np.asarray(outs[3]) | np.asarray(outs[4])
+    t = int(np.argmax(done.sum(1)))
+    if done[t].sum() <= reset_pool:
+        _fail(env, prop, f"no step ended more than reset_pool={reset_pool} episodes")
+    if not getattr(env, "random_reset", True):
+        return
+    starts = [
+        [x for p, x in _flat(_slot(_step_at(outs[1], t), i))[0] if not p.endswith(".time")]
+        for i in np.flatnonzero(done[t])
+    ]
+    if all(
+        all(np.array_equal(a, b) for a, b in zip(starts[0], other, strict=True))
+        for other in starts[1:]
+    ):
+        _fail(env, prop, f"the {len(starts)} envs reset on step {t + 1} all start alike")
+
+
 # --------------------------------------------------------------------------------------------
 # 7. finiteness
 
@@ -1042,6 +1135,107 @@ def check_multi_agent(
                     f"{what} leaf {path or '<root>'} has shape {x.shape[1:]}, "
                     f"want a leading agent axis of {n}",
                 )
+    _check_teams(env, params, traj)
+    if has_critic_observation(env):
+        check_critic_observation(env, params, key)
+
+
+def _check_teams(env: Any, params: Any, traj: Trajectory) -> None:
+    """Teams and per-agent spaces agree with the stacked ones (multi-agent protocol).
+
+    ``team_index`` has one valid entry per agent; agent ``i``'s observation space is a
+    ``Box`` of at most the stacked size, its rows of every observation lie in it and the
+    padding after its own size is zero; its action space is the stacked one's row
+    (``Discrete(nvec[i])`` of a ``MultiDiscrete``, a ``Box`` no wider than the stack); agents of
+    one team have equal spaces.
+    """
+    prop = "multi_agent"
+    n, teams = env.num_agents, tuple(env.team_names)
+    index = tuple(env.team_index)
+    if len(index) != n or any(not (0 <= t < len(teams)) for t in index):
+        _fail(env, prop, f"team_index={index} needs {n} entries in [0, {len(teams)})")
+    stacked_obs, stacked_act = env.observation_space(params), env.action_space(params)
+    obs = _to_np(traj.next_obs)  # [T, n, D, ...]
+    seen: dict[int, tuple] = {}
+    for i in range(n):
+        o_space = env.agent_observation_space(i, params)
+        a_space = env.agent_action_space(i, params)
+        if not isinstance(o_space, spaces.Box):
+            _fail(env, prop, f"agent_observation_space({i}) is {o_space!r}, want a Box")
+        own = tuple(o_space.shape)
+        if len(own) != len(stacked_obs.shape) - 1 or any(
+            d > s for d, s in zip(own, stacked_obs.shape[1:], strict=True)
+        ):
+            _fail(
+                env,
+                prop,
+                f"agent_observation_space({i}).shape={own} does not fit the stacked "
+                f"observation {tuple(stacked_obs.shape)}",
+            )
+        row = obs[:, i]
+        cut = (slice(None), *(slice(0, d) for d in own))
+        pad = np.ones(row.shape, bool)
+        pad[cut] = False
+        if np.any(row[pad] != 0):
+            _fail(env, prop, f"agent {i}: observation entries past its own size {own} are not 0")
+        inside = jax.vmap(lambda x, s=o_space: _space_contains(s, x))(jnp.asarray(row[cut]))
+        if not bool(np.all(np.asarray(inside))):
+            _fail(env, prop, f"agent {i}: observation outside agent_observation_space({i})")
+        if isinstance(stacked_act, MultiDiscrete):
+            ok = isinstance(a_space, spaces.Discrete) and a_space.n == stacked_act.nvec[i]
+        elif isinstance(stacked_act, spaces.Box):
+            ok = (
+                isinstance(a_space, spaces.Box)
+                and len(a_space.shape) == len(stacked_act.shape) - 1
+                and all(d <= s for d, s in zip(a_space.shape, stacked_act.shape[1:], strict=True))
+            )
+        else:
+            ok = False
+        if not ok:
+            _fail(
+                env,
+                prop,
+                f"agent_action_space({i})={a_space!r} is not a row of the stacked action space "
+                f"{stacked_act!r} (MultiDiscrete -> Discrete(nvec[i]), Box[n, A] -> Box[a <= A])",
+            )
+        shapes = (own, tuple(a_space.shape), getattr(a_space, "n", None))
+        if seen.setdefault(index[i], shapes) != shapes:
+            _fail(
+                env,
+                prop,
+                f"agent {i} of team {teams[index[i]]!r} has spaces {shapes}, another agent of "
+                f"its team {seen[index[i]]}",
+            )
+
+
+@functools.partial(jax.jit, static_argnames=("env",))
+def _critic_obs(env: Any, states: Any, params: Any) -> Any:
+    return jax.vmap(env.critic_observation, in_axes=(0, None))(states, params)
+
+
+def check_critic_observation(
+    env: Any, params: Any = None, key: jax.Array | None = None, num_steps: int = ROLLOUT_STEPS
+) -> None:
+    """``critic_observation(state, params)`` lies in ``critic_observation_space(params)``
+    (shape, dtype, bounds) and is finite, for every state of a random rollout; its shape is
+    ``[C]`` for a single agent, ``[n_agents, C]`` for a multi-agent env."""
+    prop = "critic_observation"
+    params, key = _params(env, params), _key(key)
+    if not has_critic_observation(env):
+        _fail(env, prop, "env has no critic_observation(state, params) and its space")
+    space = env.critic_observation_space(params)
+    traj = rollout(env, params, key, num_steps)
+    crit = _critic_obs(env, traj.next_state, params)
+    if is_multi_agent(env) and (len(space.shape) < 1 or space.shape[0] != env.num_agents):
+        _fail(env, prop, f"space shape {space.shape} lacks the leading agent axis {env.num_agents}")
+    errors = _space_layout_errors(space, crit, (num_steps,), "critic observation")
+    if errors:
+        _fail(env, prop, "; ".join(errors))
+    if not np.all(np.isfinite(_to_np(crit))):
+        _fail(env, prop, "critic observation is not finite")
+    inside = np.asarray(jax.vmap(lambda x: _space_contains(space, x))(crit))
+    if not inside.all():
+        _fail(env, prop, f"critic observation at step {int(np.argmin(inside))} outside {space!r}")
 
 
 def check_render(env: Any, params: Any = None, key: jax.Array | None = None) -> None:
@@ -1090,6 +1284,7 @@ def check_env(
     check_terminal_semantics(env, params, key)
     if getattr(env, "random_reset", True):
         check_fresh_resets(env, params, key)
+    check_batch_resets(env, params, key)
     check_finite(env, params, key)
     if hordax_protocol:
         check_hordax_info(env, params, key)
@@ -1099,5 +1294,7 @@ def check_env(
             check_nonfinite_actions(env, params, key, wrap=False)
     if is_multi_agent(env):
         check_multi_agent(env, params, key)
+    elif has_critic_observation(env):
+        check_critic_observation(env, params, key)
     if callable(getattr(env, "render", None)):
         check_render(env, params, key)

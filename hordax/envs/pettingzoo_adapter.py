@@ -4,7 +4,9 @@ hordax's multi-agent envs stack agents on a leading axis (``obs [n, ...]``, ``ac
 ``reward f32[n]``, a scalar episode ``terminated``, ``info["agent_terminated"]`` and
 ``info["agent_mask"]``). This adapter gives the dict-per-agent view outside code expects:
 
-- ``possible_agents = env.agents``; per-agent spaces are the rows of the stacked spaces;
+- ``possible_agents = env.agents``; agent ``i``'s spaces are the env's own
+  ``agent_observation_space(i)`` / ``agent_action_space(i)`` (unpadded: agents of different
+  teams may differ; a ``MultiDiscrete`` stack gives each agent a ``Discrete``);
 - ``reset(seed=...)`` fixes the episode (every JAX key is drawn from the seed); no auto-reset;
 - ``step(actions)`` returns dicts keyed by the live agents; an agent is terminated when the
   episode terminates or ``info["agent_terminated"]`` marks it, all are truncated at the time
@@ -21,22 +23,11 @@ import gymnasium
 import jax
 import jax.numpy as jnp
 import numpy as np
-from gymnax.environments import spaces as gx_spaces
 from pettingzoo import ParallelEnv
 
 from hordax.envs.core import is_multi_agent
-from hordax.envs.gymnasium_adapter import _resolve, check_action
+from hordax.envs.gymnasium_adapter import _resolve, check_action, to_gym_space
 from hordax.envs.wrappers.clip import clip_action
-
-
-def _row_space(space: Any, i: int) -> gymnasium.spaces.Box:
-    """Row ``i`` of a stacked gymnax ``Box`` ``[n, ...]`` as a gymnasium ``Box``."""
-    if not isinstance(space, gx_spaces.Box):
-        raise NotImplementedError(f"PettingZoo adapter supports stacked Box spaces, got {space!r}")
-    shape = tuple(space.shape[1:])
-    low = np.broadcast_to(np.asarray(space.low, space.dtype), space.shape)[i]
-    high = np.broadcast_to(np.asarray(space.high, space.dtype), space.shape)[i]
-    return gymnasium.spaces.Box(low, high, shape, space.dtype)
 
 
 class PettingZooParallelEnv(ParallelEnv):
@@ -52,17 +43,22 @@ class PettingZooParallelEnv(ParallelEnv):
     def __init__(
         self, env: Any, params: Any = None, render_mode: str | None = None, **make_kwargs: Any
     ):
-        self.env, self.params = _resolve(env, params, make_kwargs)
+        self.env, self.params = _resolve(env, params, make_kwargs, multi_agent=True)
         if not is_multi_agent(self.env):
             raise ValueError(f"{type(self.env).__name__} is single-agent: use GymnasiumEnv")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: allowed values are None, 'rgb_array'")
         self.render_mode = render_mode
         self.possible_agents = list(self.env.agents)
-        obs_space = self.env.observation_space(self.params)
-        act_space = self.env.action_space(self.params)
-        self._obs_spaces = {a: _row_space(obs_space, i) for i, a in enumerate(self.possible_agents)}
-        self._act_spaces = {a: _row_space(act_space, i) for i, a in enumerate(self.possible_agents)}
+        self._obs_spaces = {
+            a: to_gym_space(self.env.agent_observation_space(i, self.params))
+            for i, a in enumerate(self.possible_agents)
+        }
+        self._act_spaces = {
+            a: to_gym_space(self.env.agent_action_space(i, self.params))
+            for i, a in enumerate(self.possible_agents)
+        }
+        self._stacked_action = to_gym_space(self.env.action_space(self.params))
 
         def step(key, state, action, params):
             action = clip_action(action, self.env.action_space(params))
@@ -82,8 +78,13 @@ class PettingZooParallelEnv(ParallelEnv):
         return self._act_spaces[agent]
 
     def _obs_dict(self, obs: Any, agents: list[str]) -> dict[str, np.ndarray]:
+        """Agent rows of the stacked ``obs [n, D]``, each cut to its own (unpadded) size."""
         obs = np.asarray(obs)
-        return {a: obs[self.possible_agents.index(a)] for a in agents}
+        out = {}
+        for a in agents:
+            row = obs[self.possible_agents.index(a)]
+            out[a] = row[tuple(slice(0, d) for d in self._obs_spaces[a].shape)]
+        return out
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None or self._key is None:
@@ -102,17 +103,14 @@ class PettingZooParallelEnv(ParallelEnv):
             raise ValueError(
                 f"actions for agents that are not live: {unknown}; live: {self.agents}"
             )
-        rows = []
-        for a in self.possible_agents:
-            space = self._act_spaces[a]
-            rows.append(
-                check_action(actions[a], space)
-                if a in actions
-                else np.zeros(space.shape, space.dtype)
-            )
+        stacked = np.zeros(self._stacked_action.shape, self._stacked_action.dtype)
+        for i, a in enumerate(self.possible_agents):
+            if a in actions:  # an agent's own action; trailing entries of a wider stack stay 0
+                row = check_action(actions[a], self._act_spaces[a])
+                stacked[(i, *(slice(0, d) for d in row.shape))] = row
         self._key, key = jax.random.split(self._key)
         obs, self._state, reward, terminated, truncated, info = self._step(
-            key, self._state, jnp.asarray(np.stack(rows)), self.params
+            key, self._state, jnp.asarray(stacked), self.params
         )
         live = list(self.agents)
         agent_done = np.asarray(info["agent_terminated"]) | bool(terminated)

@@ -10,7 +10,6 @@ that ``import hordax`` imports no env family, and ``make`` that also sets params
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import importlib
 import inspect
@@ -19,6 +18,9 @@ from typing import Any
 
 import gymnax
 from gymnax import registration as gx_registration
+
+from hordax.envs.core import check_time_limit
+from hordax.envs.params import set_params
 
 # ids registered by hordax itself (gymnax's list holds these and its built-ins).
 _HORDAX_IDS: list[str] = []
@@ -105,8 +107,11 @@ def make(env_id: str, params: dict[str, Any] | None = None, **kwargs: Any) -> tu
             treated as a params field, so ``make("CartPole-v1", gravity=12.0)`` works.
 
     Returns:
-        ``(env, params)``; params are validated on the host (``ValueError`` naming the
-        field, the value and what is allowed).
+        ``(env, params)``. Overrides are checked against the default params' field types
+        and shapes, nested groups included (:mod:`hordax.envs.params`), then the env's own
+        ``validate_params`` checks ranges (for gymnax ids, which have none, the time limit
+        ``max_steps_in_episode >= 1``); a bad value raises ``ValueError`` naming the field,
+        the value and what is allowed.
     """
     registry = gx_registration._registry  # gymnax exposes no public lookup
     if env_id not in registry:
@@ -120,17 +125,16 @@ def make(env_id: str, params: dict[str, Any] | None = None, **kwargs: Any) -> tu
     env, env_params = gymnax.make(env_id, **ctor_kwargs)
     overrides = {**param_kwargs, **(params or {})}
     if overrides:
-        env_params = replace_params(env_params, overrides, env_id)
-    validate = getattr(env, "validate_params", None)
-    if callable(validate):
-        validate(env_params)
+        env_params = set_params(env_params, overrides, owner=f"{env_id} params")
+    validate_params(env, env_params)
     return env, env_params
 
 
-def replace_params(env_params: Any, overrides: dict[str, Any], env_id: str = "env") -> Any:
-    """Return ``env_params`` with ``overrides`` set, naming any unknown field."""
-    fields = {f.name for f in dataclasses.fields(env_params)}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise ValueError(f"{env_id}: unknown params field(s) {unknown}; allowed: {sorted(fields)}")
-    return env_params.replace(**overrides)
+def validate_params(env: Any, env_params: Any) -> None:
+    """The env's own ``validate_params`` (hordax envs), else the time-limit check that every
+    env needs (gymnax's built-ins define no checks); ``ValueError`` naming the field."""
+    validate = getattr(env, "validate_params", None)
+    if callable(validate):
+        validate(env_params)
+    else:
+        check_time_limit(env_params)

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnax.environments import spaces
 
 from hordax import testing
 from hordax.envs.debug.multi_point_mass import MultiPointMass
@@ -70,6 +71,14 @@ class CachedReset(PointMass):
         return super().reset_env(jax.random.key(7), params)
 
 
+class OverridesStep(PointMass):
+    """Logic in step() itself: stepping without the reset (VecEnv's pool) would skip it."""
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, terminated, truncated, info = super().step(key, state, action, params)
+        return obs, state, reward + 1.0, terminated, truncated, info
+
+
 class NaNAfterStep50(PointMass):
     def step_env(self, key, state, action, params):
         obs, state, reward, terminated, info = super().step_env(key, state, action, params)
@@ -95,6 +104,28 @@ class SummedReward(MultiPointMass):
         return obs, state, reward.sum(), terminated, info
 
 
+class PaddingNotZero(MultiPointMass):
+    """Says agent 0 sees 2 values, but fills the whole padded row."""
+
+    def agent_observation_space(self, i, params):
+        space = super().agent_observation_space(i, params)
+        return space if i else spaces.Box(-jnp.inf, jnp.inf, (2,), jnp.float32)
+
+
+class TeamIndexTooShort(MultiPointMass):
+    @property
+    def team_index(self):
+        return (0,)
+
+
+class CriticObsNotFinite(PointMass):
+    def critic_observation(self, state, params):
+        return jnp.full((3,), jnp.nan)
+
+    def critic_observation_space(self, params):
+        return spaces.Box(-jnp.inf, jnp.inf, (3,), jnp.float32)
+
+
 class FloatFrames(PointMass):
     def render(self, state, params):
         return super().render(state, params).astype(np.float32)
@@ -108,10 +139,15 @@ CASES = [
     (IgnoresParams, testing.check_vmap_params, "ignore the params"),
     (TimeLimitInTerminated, testing.check_terminal_semantics, "must not fold into terminated"),
     (CachedReset, testing.check_fresh_resets, "start in the same state"),
+    (CachedReset, testing.check_batch_resets, r"4 envs reset on step 3 all start alike"),
+    (OverridesStep, testing.check_batch_resets, r"overrides step\(\)"),
     (NaNAfterStep50, testing.check_finite, r"non-finite values in \[\"\['reward'\]"),
     (InfFromLargeActions, testing.check_nonfinite_actions, r"\['state'\]\.vel"),
     (ExtraInfoKey, testing.check_hordax_info, "info keys .*'distance'"),
     (SummedReward, testing.check_multi_agent, r"reward is float32\[\], want float32\[3\]"),
+    (PaddingNotZero, testing.check_multi_agent, r"agent 0: observation entries past its own"),
+    (TeamIndexTooShort, testing.check_multi_agent, r"team_index=\(0,\) needs 3 entries"),
+    (CriticObsNotFinite, testing.check_critic_observation, "critic observation is not finite"),
     (FloatFrames, testing.check_render, r"got float32\[96, 96, 3\]"),
 ]
 

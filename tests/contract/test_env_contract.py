@@ -17,7 +17,7 @@ import pytest
 
 import hordax
 from hordax import testing
-from hordax.envs.core import is_multi_agent
+from hordax.envs.core import has_critic_observation, is_multi_agent
 from hordax.envs.registry import entry_point
 
 EVERY_HORDAX_ID = sorted(hordax.registered_envs())
@@ -122,6 +122,13 @@ def test_contract__fresh_resets(env_id):
     testing.check_fresh_resets(env, params, KEY)
 
 
+@pytest.mark.parametrize("env_id", _ids("batch_resets", ALL_IDS))
+def test_contract__batch_resets(env_id):
+    """VecEnv(4 envs, reset_pool=1) over 8 steps with max_steps=3 (every env truncates at
+    once: overflow rounds) equals in-step resets exactly; the burst's starts differ."""
+    testing.check_batch_resets(*_make(env_id), KEY)
+
+
 @pytest.mark.parametrize("env_id", _ids("finite", ALL_IDS))
 def test_contract__finite(env_id):
     """obs, state and reward stay finite over a 200-step random-action episode."""
@@ -150,6 +157,16 @@ def test_contract__nonfinite_actions_unwrapped(env_id):
     if not testing.has_box_actions(env, params):
         pytest.skip(f"{env_id}: discrete actions")
     testing.check_nonfinite_actions(env, params, KEY, wrap=False)
+
+
+@pytest.mark.parametrize("env_id", _ids("critic_observation", HORDAX_IDS))
+def test_contract__critic_observation(env_id):
+    """An env's optional critic observation lies in its space along a rollout (single-agent
+    envs here; multi-agent ones in test_contract__multi_agent)."""
+    env, params = _make(env_id)
+    if not has_critic_observation(env) or is_multi_agent(env):
+        pytest.skip(f"{env_id}: no single-agent critic observation")
+    testing.check_critic_observation(env, params, KEY)
 
 
 @pytest.mark.parametrize("env_id", _ids("multi_agent", HORDAX_IDS))

@@ -95,3 +95,105 @@ def test_single_env__bad_action_and_make_kwargs_errors():
     with pytest.raises(ValueError, match="make kwargs"):
         GymnasiumEnv(hordax.make("CartPole-v1")[0], gravity=3.0)
     assert isinstance(env, gymnasium.Env)
+
+
+# --- behaving like gymnasium's own vector env and Env (issue #18 item 8) ----------------------
+
+POINT = {"max_steps_in_episode": 3, "goal_radius": 1e-6}
+
+
+def _layout(info):
+    """Keys, masks, dtypes and shapes of a vector info dict (values apart from masks aside)."""
+    out = {}
+    for k, v in info.items():
+        if isinstance(v, dict):
+            out[k] = _layout(v)
+        elif k.startswith("_"):
+            out[k] = v.tolist()
+        else:
+            out[k] = (v.dtype.str, v.shape, [x is None for x in v] if v.dtype == object else None)
+    return out
+
+
+def test_vector_env__matches_sync_vector_env_same_step():
+    """Against gymnasium's SyncVectorEnv(SAME_STEP) of single envs, step by step: the same
+    info layout (final_obs / final_info and every _mask), flags, reset_mask and seed rules."""
+    n = 3
+    ours = GymnasiumVectorEnv("Debug-PointMass-v0", n, **POINT)
+    ref = gymnasium.vector.SyncVectorEnv(
+        [lambda: GymnasiumEnv("Debug-PointMass-v0", **POINT) for _ in range(n)],
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+    act = np.full((n, 2), 0.3, np.float32)
+    for venv in (ours, ref):
+        venv.reset(seed=[1, 2, 3])
+    outs = {id(v): [] for v in (ours, ref)}
+    for t in range(6):
+        if t == 1:  # env 0 restarts: its episode ends one step after the others'
+            mask = np.array([True, False, False])
+            for venv in (ours, ref):
+                obs_prev = outs[id(venv)][-1][0]
+                obs, info = venv.reset(options={"reset_mask": mask})
+                np.testing.assert_array_equal(obs[1:], obs_prev[1:])  # others untouched
+                assert not np.array_equal(obs[0], obs_prev[0]) and info == {}
+        for venv in (ours, ref):
+            outs[id(venv)].append(venv.step(act))
+        (o1, r1, te1, tr1, i1), (o2, r2, te2, tr2, i2) = outs[id(ours)][-1], outs[id(ref)][-1]
+        assert o1.shape == o2.shape and r1.dtype == r2.dtype
+        np.testing.assert_array_equal(te1, te2)
+        np.testing.assert_array_equal(tr1, tr2)
+        assert _layout(i1) == _layout(i2), t
+    ended = [t for t, out in enumerate(outs[id(ours)]) if out[3].any()]
+    assert ended == [2, 3, 5], ended  # envs 1-2 at step 3, env 0 a step later, then again
+    info = outs[id(ours)][2][4]
+    assert info["_final_info"].tolist() == [False, True, True]
+    assert set(info["final_info"]) >= {"metrics", "_metrics", "reward_terms", "_reward_terms"}
+    assert info["_metrics"].tolist() == [True, False, False]
+
+
+def test_vector_env__seeds_as_gymnasium_int_list_and_per_env():
+    """`seed=s` is `[s, s+1, ...]`; env i's first observation depends on its own seed only;
+    a list of the wrong length names `seed`."""
+    venv = GymnasiumVectorEnv("CartPole-v1", 3)
+    a = venv.reset(seed=5)[0]
+    b = venv.reset(seed=[5, 6, 7])[0]
+    c = venv.reset(seed=[5, None, 0])[0]
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a[0], c[0])
+    assert not np.array_equal(a[2], c[2])
+    with pytest.raises(ValueError, match=r"seed=\[1, 2\]: must be None, an integer, or a list"):
+        venv.reset(seed=[1, 2])
+    with pytest.raises(ValueError, match=r"options\['reset_mask'\]=.*numpy bool array"):
+        venv.reset(options={"reset_mask": [True, False, True]})
+
+
+def test_vector_env__refuses_use_after_close_and_bad_num_envs():
+    venv = GymnasiumVectorEnv("CartPole-v1", 2)
+    venv.reset(seed=0)
+    venv.close()
+    with pytest.raises(gymnasium.error.ClosedEnvironmentError, match="was closed"):
+        venv.step(np.zeros(2, np.int64))
+    with pytest.raises(gymnasium.error.ClosedEnvironmentError):
+        venv.reset()
+    for bad in (2.7, "abc", 0, True, None):
+        with pytest.raises(ValueError, match=r"num_envs=.*: must be an integer >= 1"):
+            GymnasiumVectorEnv("CartPole-v1", bad)
+
+
+def test_adapters__refuse_multi_agent_ids():
+    for make_adapter in (GymnasiumEnv, lambda e: GymnasiumVectorEnv(e, 2)):
+        with pytest.raises(ValueError, match="multi-agent.*PettingZooParallelEnv"):
+            make_adapter("Debug-MultiPointMass-v0")
+
+
+def test_single_env__render_mode_needs_a_render():
+    """gymnax's CartPole has no render: render_mode='rgb_array' is refused when the adapter is
+    built (it raised AttributeError on render()); a hordax env with render returns a frame."""
+    with pytest.raises(ValueError, match=r"render_mode='rgb_array': CartPole has no render\(\)"):
+        GymnasiumEnv("CartPole-v1", render_mode="rgb_array")
+    assert GymnasiumEnv("CartPole-v1").metadata["render_modes"] == []
+    env = GymnasiumEnv("Debug-PointMass-v0", render_mode="rgb_array")
+    check_env(env)  # with its render check
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3

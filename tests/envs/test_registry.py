@@ -42,8 +42,71 @@ def test_make__unknown_id_names_it_and_suggests():
 
 
 def test_make__unknown_params_field_lists_allowed():
-    with pytest.raises(ValueError, match=r"unknown params field\(s\) \['gravty'\].*gravity"):
+    with pytest.raises(ValueError, match=r"params.gravty: unknown field of CartPole-v1.*gravity"):
         hordax.make("CartPole-v1", gravty=1.0)
+    with pytest.raises(ValueError, match=r"params.quad.mas: unknown field of QuadParams.*'mass'"):
+        hordax.make("Aerial-Hover-v0", params={"quad": {"mas": 1.0}})
+
+
+@pytest.mark.parametrize(
+    ("env_id", "params", "message"),
+    [
+        # issue #18 item 2: a string reached JAX (a traceback) or numpy (no key named)
+        ("CartPole-v1", {"gravity": "abc"}, "params.gravity='abc': must be a finite number"),
+        ("Debug-PointMass-v0", {"dt": "abc"}, "params.dt='abc': must be a finite number"),
+        # item 3: gymnax ids had no checks; int fields took floats
+        (
+            "CartPole-v1",
+            {"max_steps_in_episode": 0},
+            "max_steps_in_episode=0: must be an integer >= 1",
+        ),
+        ("Debug-PointMass-v0", {"max_steps_in_episode": 2.5}, "=2.5: must be an integer"),
+        ("CartPole-v1", {"gravity": float("nan")}, "params.gravity=nan: must be a finite number"),
+        ("Pendulum-v1", {"max_torque": float("inf")}, "params.max_torque=inf: must be a finite"),
+        ("Asterix-MinAtar", {"ramping": 1}, r"params.ramping=1: must be a bool \(true or false\)"),
+        ("Asterix-MinAtar", {"ramp_interval": True}, "params.ramp_interval=True: must be an int"),
+        ("Acrobot-v1", {"available_torque": [1.0]}, r"must be an array of shape \[3\]"),
+        ("Acrobot-v1", {"available_torque": 1.0}, r"must be an array of shape \[3\]"),
+        ("CartPole-v1", {"gravity": [1.0, 2.0]}, r"gravity=\[1.0, 2.0\]: must be a scalar"),
+        ("Grid-Ascii-v0", {"agent_pos": [1, -3]}, None),  # int32 array: fits
+        ("Grid-Ascii-v0", {"agent_pos": [1, 2**40]}, r"must fit int32"),
+        ("StockTrading-v0", {"turbulence_threshold": float("nan")}, "inf allowed, not NaN"),
+        # issue #13: nested params, any depth, with the env's own range checks
+        ("Aerial-Hover-v0", {"quad": {"mass": -1}}, r"params.quad.mass=-1.0: must be > 0"),
+        ("Aerial-Hover-v0", {"quad.mass": "x"}, r"params.quad.mass='x': must be a finite"),
+        ("Aerial-Hover-v0", {"quad": 3}, r"params.quad=3: must be a mapping of QuadParams"),
+        ("Grid-XLand-Trials-R1-9x9-v0", {"benchmark": {"goals": 1}}, "benchmark.goals=1: must be"),
+    ],
+)
+def test_make__params_are_checked_against_the_default_field_types(env_id, params, message):
+    """Every params field of every id (gymnax's too) takes only values of its default's kind
+    (bool / integer / finite float) and shape; the message names the field and the rule."""
+    if message is None:
+        _, p = hordax.make(env_id, params=params)
+        np.testing.assert_array_equal(p.agent_pos, params["agent_pos"])
+        return
+    with pytest.raises(ValueError, match=message):
+        hordax.make(env_id, params=params)
+
+
+def test_make__sets_nested_params_keeping_types_and_dtypes():
+    """`{"quad": {"mass": ..}}` and `{"ctrl.max_tilt": ..}` set one nested field each; the
+    rest keep their defaults; jax-array fields keep their dtype, Python scalars their type."""
+    env, p = hordax.make(
+        "Aerial-Hover-v0",
+        params={"quad": {"mass": 0.3}, "ctrl.max_tilt": 1, "target_center": [0, 0, 3]},
+    )
+    d = env.default_params
+    assert float(p.quad.mass) == pytest.approx(0.3) and p.quad.mass.dtype == d.quad.mass.dtype
+    assert float(p.ctrl.max_tilt) == 1.0 and p.ctrl.max_tilt.dtype == d.ctrl.max_tilt.dtype
+    assert p.target_center.dtype == d.target_center.dtype and p.target_center.tolist() == [0, 0, 3]
+    np.testing.assert_array_equal(p.quad.inertia, d.quad.inertia)
+    np.testing.assert_array_equal(p.ctrl.k_pos, d.ctrl.k_pos)
+    # a whole group object works too, and its fields are checked like any other
+    _, q = hordax.make("Aerial-Hover-v0", params={"quad": p.quad})
+    assert float(q.quad.mass) == pytest.approx(0.3)
+    _, c = hordax.make("CartPole-v1", gravity=12, max_steps_in_episode=np.int64(9))
+    assert type(c.gravity) is float and c.gravity == 12.0 and type(c.max_steps_in_episode) is int
 
 
 def test_make__invalid_params_value_names_field_and_range():

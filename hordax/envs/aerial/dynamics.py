@@ -489,7 +489,12 @@ def validate_quad_params(params: QuadParams, prefix: str = "params.quad") -> Non
     alloc = np.asarray(jax.vmap(allocation_matrix)(params)) if arr("mass").ndim else None
     alloc = np.asarray(allocation_matrix(params))[None] if alloc is None else alloc
     if np.any(np.abs(np.linalg.det(alloc)) < 1e-12):
-        fail("motor_xy", arr("motor_xy"), "a layout whose allocation matrix is invertible")
+        raise ValueError(
+            f"{prefix}.motor_xy={arr('motor_xy').tolist()}, "
+            f"{prefix}.motor_dir={arr('motor_dir').tolist()}, "
+            f"{prefix}.yaw_coef={arr('yaw_coef').tolist()}: the motor layout's allocation "
+            "matrix must be invertible (thrusts -> force and torques)"
+        )
     weight = arr("mass") * arr("gravity")
     if np.any(4 * arr("thrust_max") <= weight):
         hover = (weight / 4).tolist()

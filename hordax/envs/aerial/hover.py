@@ -134,8 +134,10 @@ class Hover(Environment[HoverState, HoverParams]):
         low = np.asarray(params.target_center)[..., 2] - rng[..., 2]
         if np.any(low <= np.asarray(params.ground_z)):
             raise ValueError(
-                f"params.target_center={np.asarray(params.target_center).tolist()}: every "
-                f"target must be above ground_z={np.asarray(params.ground_z).tolist()}"
+                f"params.target_center={np.asarray(params.target_center).tolist()}, "
+                f"params.target_range={rng.tolist()}, "
+                f"params.ground_z={np.asarray(params.ground_z).tolist()}: every target "
+                "(target_center z - target_range z) must be above ground_z"
             )
 
     def render(self, state: HoverState, params: HoverParams) -> np.ndarray:

@@ -188,8 +188,10 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         low = np.asarray(params.center)[..., 2] - np.asarray(params.jitter)
         if np.any(low <= np.asarray(params.ground_z)):
             raise ValueError(
-                f"params.center={np.asarray(params.center).tolist()}: starts and goals must be "
-                "above ground_z"
+                f"params.center={np.asarray(params.center).tolist()}, "
+                f"params.jitter={np.asarray(params.jitter).tolist()}, "
+                f"params.ground_z={np.asarray(params.ground_z).tolist()}: starts and goals "
+                "(center z - jitter) must be above ground_z"
             )
 
     def render(self, state: MultiHoverState, params: MultiHoverParams) -> np.ndarray:

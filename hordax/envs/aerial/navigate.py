@@ -273,7 +273,8 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         lo, hi = np.asarray(params.min_range), np.asarray(params.max_range)
         if np.any(lo <= 0) or np.any(hi <= lo):
             raise ValueError(
-                f"params.min_range={lo.tolist()}, max_range={hi.tolist()}: need 0 < min < max"
+                f"params.min_range={lo.tolist()}, params.max_range={hi.tolist()}: need "
+                "0 < min_range < max_range"
             )
         for name in ("depth_noise", "depth_dropout"):
             v = np.asarray(getattr(params, name), np.float64)

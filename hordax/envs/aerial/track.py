@@ -166,8 +166,10 @@ class Track(Environment[TrackState, TrackParams]):
         lowest = np.asarray(params.center)[..., 2] - amp[..., 2]
         if np.any(lowest <= np.asarray(params.ground_z)):
             raise ValueError(
-                f"params.center={np.asarray(params.center).tolist()}: the reference must stay "
-                f"above ground_z={np.asarray(params.ground_z).tolist()}"
+                f"params.center={np.asarray(params.center).tolist()}, "
+                f"params.amplitude={amp.tolist()}, "
+                f"params.ground_z={np.asarray(params.ground_z).tolist()}: the reference "
+                "(center z - amplitude z) must stay above ground_z"
             )
 
     def render(self, state: TrackState, params: TrackParams) -> np.ndarray:

@@ -134,7 +134,7 @@ class CryptoTrading(Environment[CryptoState, CryptoParams]):
         start_lo = max(lo, min(168, end - 2))  # the 168-bar SMA factor fills first
         if end - start_lo < 2:
             raise ValueError(f"split={split!r} has {end - lo} bars: too short for an episode")
-        start_hi = max(start_lo, end - 1 - max_steps_in_episode) if random_start else start_lo
+        start_hi = end - 2 if random_start else start_lo  # cut to the time limit at reset
         self.dates = md.dates
         self._default = CryptoParams(
             close=jnp.asarray(md.close.astype(np.float32)),
@@ -155,7 +155,7 @@ class CryptoTrading(Environment[CryptoState, CryptoParams]):
         return self._default
 
     def reset_env(self, key: jax.Array, params: CryptoParams):
-        start = episode_start(key, params.start_lo, params.start_hi)
+        start = episode_start(key, params)
         state = CryptoState(
             cash=jnp.asarray(params.initial_cash).astype(jnp.float32),
             position=jnp.float32(0.0),

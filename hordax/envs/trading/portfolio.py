@@ -14,6 +14,7 @@ from hordax.envs.core import Environment
 from hordax.envs.trading.data import MarketData
 from hordax.envs.trading.render import chart
 from hordax.envs.trading.stock import (
+    check_execution_delay,
     check_ranges,
     episode_start,
     resolve_data,
@@ -44,6 +45,7 @@ class PortfolioParams:
     cost_pct: float = 1e-3  # proportional cost on traded value (turnover x value)
     logit_scale: float = 1.0  # weights = softmax(logit_scale * action)
     reward_scaling: float = 1e-4
+    execution_delay: int = 0  # 0: rebalance at close[t] (observed); 1: at close[t + 1]
 
 
 class StockPortfolio(Environment[PortfolioState, PortfolioParams]):
@@ -56,7 +58,10 @@ class StockPortfolio(Environment[PortfolioState, PortfolioParams]):
       clipped, NaN entries act as 0.
     - step: rebalance at ``close[t]`` paying ``cost_pct * value * sum|w_target - w|``, then
       hold to ``close[t+1]``: ``V' = (V - cost) * sum(w_target * close[t+1] / close[t])``,
-      weights drift with prices.
+      weights drift with prices. This fills at the close the agent has just observed
+      (``execution_delay=0``, FinRL's convention, mildly optimistic);
+      ``execution_delay=1`` holds the current weights to ``close[t+1]`` and rebalances
+      there (cost on the drifted weights and value), the next bar's close.
     - reward ``(V' - V) * reward_scaling``; termination at the split's last row, truncation
       at ``max_steps_in_episode``; reset to equal weights with ``V = initial_cash``.
     - metrics: ``return``, ``buy_and_hold_return`` (equal-weight, costless, from the start),
@@ -76,7 +81,7 @@ class StockPortfolio(Environment[PortfolioState, PortfolioParams]):
     ):
         super().__init__()
         md, name, panel = resolve_data(data, tickers)
-        start_lo, start_hi, end = split_params(md, name, split, max_steps_in_episode, random_start)
+        start_lo, start_hi, end = split_params(md, name, split, random_start)
         self.num_assets, self.tickers, self.dates = md.num_assets, md.tickers, md.dates
         self._default = PortfolioParams(
             close=jnp.asarray(panel["close"]),
@@ -96,7 +101,7 @@ class StockPortfolio(Environment[PortfolioState, PortfolioParams]):
         return self._default
 
     def reset_env(self, key: jax.Array, params: PortfolioParams):
-        start = episode_start(key, params.start_lo, params.start_hi)
+        start = episode_start(key, params)
         n = params.close.shape[1]
         state = PortfolioState(
             value=jnp.asarray(params.initial_cash).astype(jnp.float32),
@@ -110,14 +115,22 @@ class StockPortfolio(Environment[PortfolioState, PortfolioParams]):
     def step_env(self, key: jax.Array, state: PortfolioState, action: jax.Array, params):
         a = clip_action(action, self.action_space(params))
         target = jax.nn.softmax(params.logit_scale * a)
-        turnover = jnp.sum(jnp.abs(target - state.weights))
-        cost = params.cost_pct * state.value * turnover
         t1 = jnp.minimum(state.t + 1, params.end - 1).astype(jnp.int32)
-        p0, p1 = params.close[state.t], params.close[t1]
-        ret = jnp.sum(target * (p1 - p0) / p0)  # portfolio return, no 1e6-scale cancellation
-        change = (state.value * ret - cost * (1.0 + ret)).astype(jnp.float32)
+        fill = jnp.minimum(state.t + params.execution_delay, params.end - 1)
+        p0, pf, p1 = params.close[state.t], params.close[fill], params.close[t1]
+        # hold the current weights to the fill bar (no move when it is row t) ...
+        ret0 = jnp.sum(state.weights * (pf - p0) / p0)
+        drifted = state.weights * (pf / p0)
+        drifted = drifted / jnp.sum(drifted)
+        value_fill = state.value * (1.0 + ret0)
+        # ... rebalance there, then hold the target weights to row t1
+        turnover = jnp.sum(jnp.abs(target - drifted))
+        cost = params.cost_pct * value_fill * turnover
+        ret = jnp.sum(target * (p1 - pf) / pf)  # portfolio returns: no 1e6-scale cancellation
+        change = state.value * ret0 + value_fill * ret - cost * (1.0 + ret)
+        change = change.astype(jnp.float32)
         value = (state.value + change).astype(jnp.float32)
-        growth = p1 / p0
+        growth = p1 / pf
         weights = (target * growth / jnp.sum(target * growth)).astype(jnp.float32)
         new_state = PortfolioState(value, weights, t1, state.start, state.time + 1)
         info = {
@@ -166,3 +179,4 @@ class StockPortfolio(Environment[PortfolioState, PortfolioParams]):
                 "reward_scaling": (params.reward_scaling, 0.0, None, False),
             }
         )
+        check_execution_delay(params.execution_delay)

@@ -47,7 +47,7 @@ class StockParams:
     sigma: jax.Array  # f32 [T, N] 20-row volatility of log returns (impact model)
     adv: jax.Array  # f32 [T, N] 20-row average volume (impact model)
     start_lo: int  # first row an episode may start at
-    start_hi: int  # last row an episode may start at (== start_lo: fixed start)
+    start_hi: int  # last start row (== start_lo: fixed start); cut by start_range at reset
     end: int  # split end (exclusive); reaching row end - 1 terminates
     max_steps_in_episode: int = 252
     initial_cash: float = 1e6
@@ -57,22 +57,39 @@ class StockParams:
     fixed_cost: float = 0.0  # dollars per non-zero order
     impact_coef: float = 0.0  # square-root impact Y (cost += Y sigma sqrt(n/adv) n price)
     reward_scaling: float = 1e-4
-    turbulence_threshold: float = float("inf")  # liquidate and stop buying when >=
+    # liquidate and stop buying when >= (inf disables: the one params field that takes inf)
+    turbulence_threshold: float = struct.field(default=float("inf"), metadata={"allow_inf": True})
+    execution_delay: int = 0  # 0: fill at close[t] (observed); 1: at close[t + 1] (next bar)
 
 
-def episode_start(key: jax.Array, start_lo: Any, start_hi: Any) -> jax.Array:
-    """Uniform integer in ``[start_lo, start_hi]`` (int32)."""
-    return jax.random.randint(key, (), start_lo, start_hi + 1, jnp.int32)
+def start_range(params: Any) -> tuple[Any, Any]:
+    """``(lo, hi)``: the rows an episode may start at, from the params of a trading env.
+
+    ``hi = max(start_lo, min(start_hi, end - 1 - max_steps_in_episode))``: a random start
+    leaves room for a whole episode of the *current* time limit before the split's last
+    row, so every row of the split is reachable whatever ``params.max_steps_in_episode``
+    is (it was fixed at construction before, so a shorter time limit set through params
+    never visited the split's last rows). A fixed start (``start_hi == start_lo``) stays
+    fixed; a time limit longer than the split starts every episode at ``start_lo``."""
+    room = params.end - 1 - params.max_steps_in_episode
+    return params.start_lo, jnp.maximum(params.start_lo, jnp.minimum(params.start_hi, room))
 
 
-def split_params(data: MarketData, name: str | None, split: str, max_steps: int, random_start):
-    """``(start_lo, start_hi, end)`` for a split (after a warm-up of :data:`WARMUP` rows)."""
+def episode_start(key: jax.Array, params: Any) -> jax.Array:
+    """Uniform integer in :func:`start_range` ``(params)`` (int32)."""
+    lo, hi = start_range(params)
+    return jax.random.randint(key, (), lo, hi + 1, jnp.int32)
+
+
+def split_params(data: MarketData, name: str | None, split: str, random_start: bool):
+    """``(start_lo, start_hi, end)`` for a split (after a warm-up of :data:`WARMUP` rows);
+    ``start_hi`` is the split's last possible start (``end - 2``) with ``random_start``, and
+    :func:`start_range` cuts it to the time limit at reset."""
     lo, end = resolve_split(data, name, split)
     start_lo = max(lo, min(WARMUP, end - 2))
     if end - start_lo < 2:
         raise ValueError(f"split={split!r} has {end - lo} rows: too short for an episode")
-    start_hi = max(start_lo, end - 1 - max_steps) if random_start else start_lo
-    return start_lo, start_hi, end
+    return start_lo, (end - 2 if random_start else start_lo), end
 
 
 def resolve_data(data: str | MarketData, tickers) -> tuple[MarketData | None, str | None, dict]:
@@ -108,13 +125,22 @@ class StockTrading(Environment[StockState, StockParams]):
     - action ``f32[N]`` in ``[-1, 1]``: order ``trunc(a * hmax)`` shares (sell < 0 < buy);
       sells first, then buys from the largest order down (ledger.execute_orders); out of
       range entries are clipped and NaN entries act as 0 (hold).
+    - execution: with ``execution_delay=0`` (default, FinRL's convention) orders fill at
+      ``close[t]``, the close the agent has just observed: mildly optimistic, since a real
+      order placed after seeing a close cannot trade at it. ``execution_delay=1`` fills
+      them at the next bar's close ``close[t + 1]`` (holdings ride the move from ``t`` to
+      ``t + 1`` first; costs and the impact model use row ``t + 1``).
     - turbulence: if ``turbulence[t] >= turbulence_threshold`` all holdings are sold and no
-      buy happens.
+      buy happens (decided on row ``t``, filled as above).
     - reward: ``(V[t+1] - V[t]) * reward_scaling`` with ``V = cash + holdings . close``;
       ``info["reward_terms"]["value_change"]`` is ``V[t+1] - V[t]`` unscaled.
     - termination: the split's last row is reached (no later price); truncation at
       ``max_steps_in_episode`` (default 252 trading days).
-    - reset: ``$initial_cash``, no holdings, start row uniform in ``[start_lo, start_hi]``.
+    - reset: ``$initial_cash``, no holdings, start row uniform over :func:`start_range`
+      (random start: every start that leaves room for a whole episode of
+      ``params.max_steps_in_episode`` steps; FinRL instead runs one episode over the
+      whole train period from its first day, which is ``random_start=False`` with a time
+      limit longer than the split).
     - metrics: ``return`` (``V / initial_cash - 1``), ``buy_and_hold_return`` (equal-weight,
       costless, from the episode start), ``cost``, ``turnover`` and ``turbulent``.
 
@@ -150,7 +176,7 @@ class StockTrading(Environment[StockState, StockParams]):
             raise ValueError(
                 f"cost_model='sqrt_impact' needs volume, but data {md.source} is close-only"
             )
-        start_lo, start_hi, end = split_params(md, name, split, max_steps_in_episode, random_start)
+        start_lo, start_hi, end = split_params(md, name, split, random_start)
         if turbulence_threshold is None:
             t_lo, t_hi = resolve_split(md, name, "train")
             turb = panel["turbulence"][t_lo:t_hi]
@@ -187,7 +213,7 @@ class StockTrading(Environment[StockState, StockParams]):
         return self._default
 
     def reset_env(self, key: jax.Array, params: StockParams) -> tuple[jax.Array, StockState]:
-        start = episode_start(key, params.start_lo, params.start_hi)
+        start = episode_start(key, params)
         n = params.close.shape[1]
         cash = jnp.asarray(params.initial_cash).astype(jnp.float32)
         state = StockState(
@@ -203,7 +229,9 @@ class StockTrading(Environment[StockState, StockParams]):
     def step_env(self, key: jax.Array, state: StockState, action: jax.Array, params: StockParams):
         a = clip_action(action, self.action_space(params))
         t = state.t
-        price = params.close[t]
+        t1 = jnp.minimum(t + 1, params.end - 1).astype(jnp.int32)
+        fill = jnp.minimum(t + params.execution_delay, params.end - 1)  # the filling bar
+        price = params.close[fill]
         liquidate = params.turbulence[t] >= params.turbulence_threshold
         orders = jnp.trunc(a * params.hmax)
         cash, holdings, sold, bought, cost = execute_orders(
@@ -211,19 +239,21 @@ class StockTrading(Environment[StockState, StockParams]):
             state.holdings,
             orders,
             price,
-            params.sigma[t],
-            params.adv[t],
+            params.sigma[fill],
+            params.adv[fill],
             buy_pct=params.buy_cost_pct,
             sell_pct=params.sell_cost_pct,
             fixed=params.fixed_cost,
             impact=params.impact_coef,
             liquidate=liquidate,
         )
-        t1 = jnp.minimum(t + 1, params.end - 1).astype(jnp.int32)
         value = (cash + jnp.sum(holdings * params.close[t1])).astype(jnp.float32)
-        # = value - state.value (trading at close[t] conserves value minus costs), written
+        # = value - state.value: the old holdings ride close[t] -> close[fill], the fill
+        # conserves value minus costs, the new ones ride close[fill] -> close[t1]; written
         # without subtracting two ~1e6 numbers so the reward keeps float32 precision
-        change = (jnp.sum(holdings * (params.close[t1] - price)) - cost).astype(jnp.float32)
+        drift = jnp.sum(state.holdings * (price - params.close[t]))
+        change = drift + jnp.sum(holdings * (params.close[t1] - price)) - cost
+        change = change.astype(jnp.float32)
         new_state = StockState(cash, holdings, value, t1, state.start, state.time + 1)
         terminated = t1 >= params.end - 1
         bah = jnp.mean(params.close[t1] / params.close[state.start]) - 1.0
@@ -232,7 +262,8 @@ class StockTrading(Environment[StockState, StockParams]):
                 "return": value / params.initial_cash - 1.0,
                 "buy_and_hold_return": bah,
                 "cost": cost,
-                "turnover": jnp.sum((sold + bought) * price) / jnp.maximum(state.value, 1e-6),
+                "turnover": jnp.sum((sold + bought) * price)
+                / jnp.maximum(state.value + drift, 1e-6),
                 "turbulent": liquidate.astype(jnp.float32),
             },
             "reward_terms": {"value_change": change},
@@ -279,8 +310,19 @@ class StockTrading(Environment[StockState, StockParams]):
             "reward_scaling": (params.reward_scaling, 0.0, None, False),
         }
         check_ranges(checks)
+        check_execution_delay(params.execution_delay)
         if np.any(np.isnan(np.asarray(params.turbulence_threshold))):
             raise ValueError("params.turbulence_threshold is NaN: want a number (inf disables)")
+
+
+def check_execution_delay(value: Any) -> None:
+    """``params.execution_delay`` is an integer 0 or 1 (every entry, if vmapped)."""
+    v = np.asarray(value)
+    if not (np.issubdtype(v.dtype, np.integer) and np.all((v == 0) | (v == 1))):
+        raise ValueError(
+            f"params.execution_delay={v.tolist()!r}: must be the integer 0 (orders fill at the"
+            " observed close) or 1 (at the next bar's close)"
+        )
 
 
 def check_ranges(checks: dict) -> None:
@@ -309,6 +351,6 @@ def validate_panel(params: Any) -> None:
     lo, hi, end = (int(np.max(np.asarray(x))) for x in bounds)
     if not (0 <= lo <= hi <= end - 2 and end <= T):
         raise ValueError(
-            f"params.start_lo={lo}, start_hi={hi}, end={end}: want 0 <= start_lo <= start_hi "
-            f"<= end - 2 and end <= T={T}"
+            f"params.start_lo={lo}, params.start_hi={hi}, params.end={end}: want 0 <= start_lo "
+            f"<= start_hi <= end - 2 and end <= T={T}"
         )

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hordax.envs.core import is_multi_agent
+from hordax.envs.core import is_multi_agent, step_no_reset
 from hordax.envs.wrappers.base import Wrapper
 
 
@@ -42,9 +42,19 @@ class LogEpisode(Wrapper):
     def step(
         self, key: jax.Array, state: LogEpisodeState, action: jax.Array, params: Any = None
     ) -> tuple[Any, LogEpisodeState, jax.Array, jax.Array, jax.Array, dict]:
-        obs, env_state, reward, terminated, truncated, info = self._env.step(
-            key, state.env_state, action, params
-        )
+        return self._log(state, self._env.step(key, state.env_state, action, params))
+
+    def step_no_reset(
+        self, key: jax.Array, state: LogEpisodeState, action: jax.Array, params: Any = None
+    ) -> tuple[Any, LogEpisodeState, jax.Array, jax.Array, jax.Array, dict]:
+        """``step`` minus the auto-reset: the counters restart at 0 on a done step all the
+        same, as ``reset`` starts them, so a batch-level reset of the slot agrees."""
+        return self._log(state, step_no_reset(self._env, key, state.env_state, action, params))
+
+    def _log(
+        self, state: LogEpisodeState, out: tuple
+    ) -> tuple[Any, LogEpisodeState, jax.Array, jax.Array, jax.Array, dict]:
+        obs, env_state, reward, terminated, truncated, info = out
         done = jnp.logical_or(terminated, truncated)
         episode_return = state.episode_return + reward.astype(jnp.float32)
         episode_length = state.episode_length + 1

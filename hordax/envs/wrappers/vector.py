@@ -1,12 +1,65 @@
-"""``VecEnv``: the batch view of an environment (``vmap`` over a leading env axis)."""
+"""``VecEnv``: the batch view of an environment (``vmap`` over a leading env axis), with
+amortized fresh resets.
+
+gymnax's ``step`` computes ``reset_env`` for every env on every step and selects it where
+the episode ended; where ``reset_env`` costs more than ``step_env`` (grid layouts, aerial
+spawns) that dominates a batch step. ``VecEnv`` instead steps every env without the reset
+(:func:`hordax.envs.core.step_no_reset`) and computes only ``reset_pool`` fresh resets per
+step, for the slots that finished (ranked with a cumsum: the ``r``-th finished slot gets
+pool entry ``r``); more finishers than that on one step take further rounds of
+``reset_pool`` resets in a ``lax.while_loop``. Each finished slot is reset with exactly the
+key (``split_step_key(slot_key)[1]``) and params gymnax's ``step`` would have used in that
+slot, so every episode starts from its own fresh draw, and the random draws are the very ones
+of in-step resets whatever the pool size: outputs equal ``vmap(env.step)``'s up to float
+rounding (XLA may fuse the float arithmetic of the two programs differently), and bit for
+bit with the pool off.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
+from hordax.envs.core import split_step_key, step_no_reset, supports_step_no_reset
 from hordax.envs.wrappers.base import Wrapper
+
+#: ``reset_pool=AUTO_POOL`` picks :func:`default_reset_pool`; ``0`` turns pools off.
+AUTO_POOL = -1
+#: The default pool is ``ceil(num_envs / POOL_DIVISOR)`` (see :func:`default_reset_pool`).
+POOL_DIVISOR = 64
+
+
+def default_reset_pool(num_envs: int) -> int:
+    """``max(1, ceil(num_envs / 64))``: fresh resets computed per step by default.
+
+    Each step pays ``k`` resets, so against in-step resets (``num_envs`` of them) the reset
+    work drops 64-fold: for an env whose reset costs ``R - 1`` steps (``R`` = in-step cost
+    over ``step_env``'s; Grid-FourRooms ~7-32, XLand ~4-5 on a CPU) a step costs about
+    ``1 + (R - 1) / 64``. A step that ends ``m > k`` episodes (about ``num_envs / L`` with mean
+    episode length ``L``: one round covers ``L >= 64``; synchronized truncations end all at
+    once) takes ``ceil(m / k)`` rounds, about ``m`` resets in all. Measured on a 2-core CPU
+    (benchmarks/RESULTS.md, "Amortized resets"), smaller pools were no slower through such
+    bursts and ``num_envs / 16`` left FourRooms and XLand at 1.4-1.5x ``step_env``; on a GPU,
+    where every round is a few kernel launches, a larger pool may pay off: set it.
+    """
+    return max(1, math.ceil(int(num_envs) / POOL_DIVISOR))
+
+
+def resolve_reset_pool(reset_pool: int, num_envs: int) -> int:
+    """The pool size ``VecEnv`` uses: ``-1`` auto, ``0`` off, ``k >= 1`` capped at
+    ``num_envs`` (``num_envs`` means in-step resets). Raises ``ValueError`` naming the value."""
+    reset_pool = int(reset_pool)
+    if reset_pool < AUTO_POOL:
+        raise ValueError(
+            f"reset_pool={reset_pool}: must be -1 (auto), 0 (off: in-step reset of every env) "
+            "or an integer >= 1"
+        )
+    if reset_pool == AUTO_POOL:
+        return min(default_reset_pool(num_envs), num_envs)
+    return num_envs if reset_pool == 0 else min(reset_pool, num_envs)
 
 
 class VecEnv(Wrapper):
@@ -14,22 +67,46 @@ class VecEnv(Wrapper):
 
     ``reset(key, params) -> (obs [B, ...], state [B])``;
     ``step(key, state [B], action [B, ...], params) -> (obs, state, reward [B], terminated [B],
-    truncated [B], info [B, ...])``. One key is split into ``num_envs`` keys inside.
+    truncated [B], info [B, ...])``. One key is split into ``num_envs`` keys inside. Outputs
+    are those of ``jax.vmap(env.step)`` over those keys (gymnax's in-step auto-reset, the same
+    random draws, ``info["final_observation"]`` the true last observation, terminated and
+    truncated apart), however the resets are computed (see the module docstring).
 
     Args:
         env: a (possibly wrapped) single environment.
         num_envs: batch size ``B``.
         params_batched: False when one params instance serves every env (default); True
             when params carry a leading ``[B]`` axis (domain randomization: ``vmap`` over
-            params).
+            params). A finished slot is reset with its own params (gathered with its key).
+        reset_pool: fresh resets computed per step (``k``): ``-1`` (default) picks
+            :func:`default_reset_pool`, ``0`` turns the pool off (``reset_env`` for every env
+            every step, gymnax's path), ``k >= num_envs`` is the same as ``0``. Per step the
+            pool costs ``k`` resets plus a gather and scatter of ``k`` rows; a step where
+            ``m > k`` episodes end costs ``ceil(m / k)`` rounds. Used only where
+            :func:`~hordax.envs.core.supports_step_no_reset` holds for ``env`` (a wrapper
+            that overrides ``step`` without ``step_no_reset`` gets in-step resets).
+
+    Under an outer ``jax.vmap`` (a population of trainers) the rounds' loop condition is
+    batched, and ``vmap`` turns the loop into one that runs as many rounds as the member that
+    needs most, each round followed by a select over every member's batch state. The usual
+    step (no member overflows) then costs one round plus that select, still ``k`` resets
+    rather than ``num_envs``; a burst in one member costs every member its rounds.
     """
 
-    def __init__(self, env: Any, num_envs: int, params_batched: bool = False):
+    def __init__(
+        self, env: Any, num_envs: int, params_batched: bool = False, reset_pool: int = AUTO_POOL
+    ):
         super().__init__(env)
         if int(num_envs) < 1:
             raise ValueError(f"num_envs={num_envs}: must be an integer >= 1")
         self.num_envs = int(num_envs)
         self._params_axis = 0 if params_batched else None
+        self.reset_pool = resolve_reset_pool(reset_pool, self.num_envs)
+
+    @property
+    def amortized(self) -> bool:
+        """True when steps compute ``reset_pool < num_envs`` resets (the pool is in use)."""
+        return self.reset_pool < self.num_envs and supports_step_no_reset(self._env)
 
     def reset(self, key: jax.Array, params: Any = None) -> tuple[Any, Any]:
         params = self._env.default_params if params is None else params
@@ -41,6 +118,63 @@ class VecEnv(Wrapper):
     ) -> tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]:
         params = self._env.default_params if params is None else params
         keys = jax.random.split(key, self.num_envs)
-        return jax.vmap(self._env.step, in_axes=(0, 0, 0, self._params_axis))(
+        axes = (0, 0, 0, self._params_axis)
+        if not self.amortized:
+            return jax.vmap(self._env.step, in_axes=axes)(keys, state, action, params)
+        step = lambda k, s, a, p: step_no_reset(self._env, k, s, a, p)  # noqa: E731
+        obs, state, reward, terminated, truncated, info = jax.vmap(step, in_axes=axes)(
             keys, state, action, params
         )
+        obs, state = self._reset_finished(
+            keys, jnp.logical_or(terminated, truncated), (obs, state), params
+        )
+        return obs, state, reward, terminated, truncated, info
+
+    def _reset_keys(self, slot_keys: jax.Array) -> jax.Array:
+        """The reset keys of slots with step keys ``slot_keys [k]``: the very keys gymnax's
+        ``step`` would give ``reset_env`` in those slots (distinct per slot and per step)."""
+        return jax.vmap(lambda key: split_step_key(key)[1])(slot_keys)
+
+    def _reset_finished(
+        self, keys: jax.Array, done: jax.Array, obs_state: tuple, params: Any
+    ) -> tuple[Any, Any]:
+        """Write a fresh reset into every slot where ``done``, ``reset_pool`` slots a round.
+
+        ``keys [B]``: the slots' step keys; ``done bool[B]``; ``obs_state``: the batch
+        ``(obs, state)`` after ``step_no_reset``.
+        """
+        n, k = self.num_envs, self.reset_pool
+        size = math.ceil(n / k) * k  # whole rounds
+        # order[r]: the slot of the r-th finished env (rank by cumsum); n (dropped) past the last.
+        rank = jnp.cumsum(done, dtype=jnp.int32) - 1
+        order = (
+            jnp.full((size,), n, jnp.int32)
+            .at[jnp.where(done, rank, size)]
+            .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+        )
+        num_done = rank[-1] + 1
+
+        def fill(r: jax.Array, obs_state: tuple) -> tuple:
+            slots = jax.lax.dynamic_slice_in_dim(order, r * k, k)  # i32[k], ascending
+            src = jnp.minimum(slots, n - 1)  # unused entries: a reset that is dropped below
+            reset_keys = self._reset_keys(keys[src])
+            params_src = params
+            if self._params_axis is not None:
+                params_src = jax.tree.map(lambda p: p[src], params)
+            fresh = jax.vmap(self._env.reset, in_axes=(0, self._params_axis))(
+                reset_keys, params_src
+            )
+            return jax.tree.map(
+                lambda x, y: x.at[slots].set(y, mode="drop", indices_are_sorted=True),
+                obs_state,
+                fresh,
+            )
+
+        # Round 0 always runs; more than k finishers take further rounds. One copy of the
+        # reset program (compile time), in a real loop: not a select over both branches.
+        _, obs_state = jax.lax.while_loop(
+            lambda c: (c[0] == 0) | (c[0] * k < num_done),
+            lambda c: (c[0] + 1, fill(c[0], c[1])),
+            (jnp.int32(0), obs_state),
+        )
+        return obs_state

@@ -110,8 +110,8 @@ def test_crypto__factors_causal_and_finite():
 def test_crypto__window_starts_in_split_and_bad_data():
     env, params, _, reset = _setup()
     starts = jax.vmap(lambda k: reset(k, params)[1].t)(jax.random.split(jax.random.key(1), 32))
-    assert int(starts.min()) >= params.start_lo and int(starts.max()) <= params.start_hi
-    assert params.start_hi == params.end - 1 - 3600
+    assert int(starts.min()) >= params.start_lo and int(starts.max()) <= params.end - 1 - 3600
+    assert params.start_hi == params.end - 2  # cut to end - 1 - max_steps at reset
     assert str(env.dates[params.end])[:10] == "2018-10-01"
     with pytest.raises(ValueError, match="want exactly one"):
         CryptoTrading(data=md.synthetic_market(0, 300, 2))

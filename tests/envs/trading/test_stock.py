@@ -13,7 +13,7 @@ import pytest
 import hordax
 from hordax.envs.trading import data as md
 from hordax.envs.trading.panel import stock_panel
-from hordax.envs.trading.stock import StockTrading
+from hordax.envs.trading.stock import StockTrading, start_range
 
 N = 3
 
@@ -25,10 +25,13 @@ def _setup():
     return data, env, jax.jit(env.step_env), jax.jit(env.reset_env)
 
 
-def ref_step(cash, hold, a, t, P):
-    """FinRL StockTradingEnv rules in float64, one asset at a time (independent of ledger.py)."""
-    price = P["close"][t].astype(np.float64)
-    sig, adv = P["sigma"][t].astype(np.float64), P["adv"][t].astype(np.float64)
+def ref_step(cash, hold, a, t, P, delay=0):
+    """FinRL StockTradingEnv rules in float64, one asset at a time (independent of ledger.py);
+    ``delay`` 1: the orders decided on row ``t`` (turbulence of row ``t``) fill at row
+    ``t + 1``'s close, with that row's volatility and volume."""
+    f = t + delay  # the row the orders fill at
+    price = P["close"][f].astype(np.float64)
+    sig, adv = P["sigma"][f].astype(np.float64), P["adv"][f].astype(np.float64)
     hold = hold.astype(np.float64).copy()
 
     def cost(n, i, pct):
@@ -85,14 +88,16 @@ COSTS = {
 }
 
 
+@pytest.mark.parametrize("delay", [0, 1])
 @pytest.mark.parametrize("case", sorted(COSTS))
-def test_stock__matches_numpy_ledger_step_by_step(case):
+def test_stock__matches_numpy_ledger_step_by_step(case, delay):
     """Cash, holdings, costs, value and reward equal the float64 ledger at every step of a
     random-action episode (cash small enough that buy caps bind); also over the whole
-    trajectory when the reference runs on its own state."""
+    trajectory when the reference runs on its own state. ``execution_delay`` 0: orders
+    fill at the observed close (FinRL); 1: at the next bar's close."""
     _, env, step, reset = _setup()
     params = env.default_params.replace(initial_cash=30_000.0, start_lo=260, start_hi=260)
-    params = params.replace(**COSTS[case])
+    params = params.replace(execution_delay=delay, **COSTS[case])
     if case == "asymmetric_turbulent":
         thr = float(np.quantile(np.asarray(params.turbulence)[260:], 0.7))
         params = params.replace(turbulence_threshold=thr)
@@ -106,7 +111,7 @@ def test_stock__matches_numpy_ledger_step_by_step(case):
         t = int(state.t)
         cash0, hold0, value0 = float(state.cash), np.asarray(state.holdings), float(state.value)
         _, state, reward, terminated, info = step(jax.random.key(k), state, jnp.asarray(a), params)
-        cash, hold, cost, value = ref_step(cash0, hold0, a, t, P)
+        cash, hold, cost, value = ref_step(cash0, hold0, a, t, P, delay)
         np.testing.assert_array_equal(np.asarray(state.holdings), hold, err_msg=f"step {k}")
         np.testing.assert_allclose(float(state.cash), cash, rtol=1e-6, atol=0.05)
         np.testing.assert_allclose(float(info["metrics"]["cost"]), cost, rtol=1e-5, atol=1e-3)
@@ -114,7 +119,7 @@ def test_stock__matches_numpy_ledger_step_by_step(case):
         want_reward = (value - value0) * 1e-4
         np.testing.assert_allclose(float(reward), want_reward, rtol=1e-4, atol=1e-6)
         # the reference on its own state, never re-synchronized
-        own_cash, own_hold, _, own_value = ref_step(own_cash, own_hold, a, t, P)
+        own_cash, own_hold, _, own_value = ref_step(own_cash, own_hold, a, t, P, delay)
         max_rel = max(max_rel, abs(float(state.value) - own_value) / own_value)
         n_buys += int(np.any(hold > hold0))
         n_turb += int(P["turbulence"][t] >= P["threshold"])
@@ -166,13 +171,13 @@ def test_stock__nan_action_holds_and_out_of_range_clips():
 
 
 def test_stock__episode_starts_and_termination_follow_split():
-    """Random starts lie in [start_lo, start_hi] of the test split (dates after the
-    validation end); stepping to the split's last row terminates."""
+    """Random starts lie in the test split (dates after the validation end) and leave room
+    for a whole episode; stepping to the split's last row terminates."""
     data, env, step, reset = _setup()
     test_env = StockTrading(data=data, split="test", max_steps_in_episode=10)
     p = test_env.default_params
     lo, end = md.chronological_split(data.num_steps)["test"]
-    assert p.start_lo == lo and p.end == end and p.start_hi == end - 11
+    assert p.start_lo == lo and p.end == end and p.start_hi == end - 2
     keys = jax.random.split(jax.random.key(0), 64)
     starts = jax.vmap(lambda k: test_env.reset_env(k, p)[1].t)(keys)
     assert int(starts.min()) >= lo and int(starts.max()) <= end - 11
@@ -259,3 +264,47 @@ def test_stock__ticker_subset_and_ohlcv_data():
     _, s, _, _, _, info = env.step(jax.random.key(1), s, jnp.ones(4), p)
     traded = float(jnp.sum(s.holdings * p.close[s.t - 1]))
     assert traded > 0 and float(info["metrics"]["cost"]) > 1e-3 * traded
+
+
+@pytest.mark.parametrize("env_id", ["StockTrading-v0", "StockPortfolio-v0", "CryptoTrading-v0"])
+def test_random_starts__follow_a_time_limit_set_through_params(env_id):
+    """A time limit set through ``params`` (as ``env.params.max_steps_in_episode=63`` on
+    the CLI does, after the constructor ran with its default) moves the last random start
+    to ``end - 1 - 63``: every row of the split is reachable. (It used to stay where the
+    constructor's default limit put it, so the split's last rows were never visited.)
+    A fixed start stays at ``start_lo`` whatever the limit."""
+    kw = {"data": "stocks" if env_id.startswith("Stock") else "btc_usd_1d", "split": "test"}
+    env, params = hordax.make(env_id, params={"max_steps_in_episode": 63}, **kw)
+    lo, end = int(params.start_lo), int(params.end)
+    keys = jax.random.split(jax.random.key(0), 4096)
+    starts = np.asarray(jax.jit(jax.vmap(lambda k: env.reset_env(k, params)[1].t))(keys))
+    assert starts.min() == lo and starts.max() == end - 1 - 63  # uniform over ~280 rows
+    # the same range under vmap over params with different time limits
+    both = jax.tree.map(lambda *x: jnp.stack(x), params, params.replace(max_steps_in_episode=200))
+    hi = jax.vmap(lambda p: start_range(p)[1])(both)
+    np.testing.assert_array_equal(np.asarray(hi), [end - 1 - 63, max(lo, end - 1 - 200)])
+    fixed = params.replace(start_hi=lo)
+    assert int(jax.jit(env.reset_env)(jax.random.key(3), fixed)[1].t) == lo
+
+
+def test_execution_delay__fills_at_the_next_close_and_is_validated():
+    """One buy of 100 shares of asset 0, no costs: with delay 0 it fills at close[t], with
+    delay 1 at close[t + 1] (so the first step's value does not change at all); any other
+    value is an error naming the field, for both stock envs."""
+    _, env, step, reset = _setup()
+    params = env.default_params.replace(start_lo=260, start_hi=260, buy_cost_pct=0.0)
+    close = np.asarray(params.close, np.float64)
+    a = jnp.asarray([1.0, 0.0, 0.0])
+    for delay, fill in ((0, 260), (1, 261)):
+        p = params.replace(execution_delay=delay)
+        _, s0 = reset(jax.random.key(0), p)
+        _, s1, reward, _, _ = step(jax.random.key(1), s0, a, p)
+        np.testing.assert_allclose(float(s1.cash), 1e6 - 100 * close[fill, 0], rtol=1e-7)
+        gain = 100 * (close[261, 0] - close[fill, 0])
+        np.testing.assert_allclose(float(reward), gain * 1e-4, atol=1e-6)
+    for env_id in ("StockTrading-v0", "StockPortfolio-v0"):
+        for bad in (2, -1, 0.5):
+            with pytest.raises(
+                ValueError, match=r"params.execution_delay=.*must be (the|an) integer"
+            ):
+                hordax.make(env_id, data="stocks", execution_delay=bad)
