@@ -14,6 +14,10 @@ Equity curves are ``1 + info["metrics"]["return"]``: portfolio value over initia
 (the crypto env: net assets ``cash + position * close`` over its ``initial_cash``, FinRL's
 convention).
 
+The table's ``validation_sharpe`` is given for members only: the ensemble's weights and the
+rolling selection's first member were fitted on the validation episode, so a validation
+score of those rows would be in-sample.
+
 Outputs in ``out_dir`` (default ``RUN_DIR/backtest_<split>``): ``metrics.csv``,
 ``metrics.md``, ``equity.png`` (equity curves) and ``equity.csv`` (the curves).
 """
@@ -37,7 +41,7 @@ COLUMNS = metrics.NAMES
 
 @dataclass
 class BacktestConfig:
-    """``hordax backtest`` options (configs/backtest.yaml)."""
+    """``hordax backtest`` options (hordax/configs/backtest.yaml)."""
 
     run_dir: str = ""
     """Directory of a finished population run (``hordax train agent=ensemble``)."""
@@ -59,14 +63,9 @@ def performance(curve: np.ndarray, periods_per_year: float) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.summary(curve, periods_per_year).items()}
 
 
-def run_backtest(cfg: BacktestConfig) -> dict:
-    """Run the backtest and write its files; return a summary dict.
-
-    Raises ``ValueError`` (clear message) for a missing run dir, a run that is not a
-    population, an env without splits or returns, or an unknown split.
-    """
-    from hordax.training import ensemble as ens_mod
-
+def validate_backtest(cfg: BacktestConfig) -> None:
+    """The checks that need no run; ``ValueError`` naming the key (the run directory itself
+    is checked when it is loaded)."""
     if cfg.split not in SPLITS:
         raise ValueError(f"split={cfg.split!r}: allowed values are {list(SPLITS)}")
     if not (cfg.periods_per_year >= 0 and math.isfinite(cfg.periods_per_year)):
@@ -75,6 +74,17 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         )
     if not cfg.run_dir:
         raise ValueError("run_dir is required: hordax backtest RUN_DIR split=test")
+
+
+def run_backtest(cfg: BacktestConfig) -> dict:
+    """Run the backtest and write its files; return a summary dict.
+
+    Raises ``ValueError`` (clear message) for a missing run dir, a run that is not a
+    population, an env without splits or returns, or an unknown split.
+    """
+    from hordax.training import ensemble as ens_mod
+
+    validate_backtest(cfg)
     run = ens_mod.load_run(cfg.run_dir)
     tc = run.cfg
     if not ens_mod.supports_split(tc.env.id):
@@ -107,6 +117,7 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         )
     k = run.members.size
     names = ens_mod.run_names(k, res["discrete"])
+    check_whole_split(res["alive"], names, cfg.split)
     curves = {n: res["curve"][:, i] for i, n in enumerate(names)}
     if "buy_and_hold_return" in res["metrics"]:
         bh = 1.0 + res["metrics"]["buy_and_hold_return"][:, 0].astype(np.float64)
@@ -124,7 +135,9 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     for i, (name, curve) in enumerate(curves.items()):
         row = {"run": name, "algorithm": algos[i] if i < k else "", **performance(curve, ppy)}
         row["validation_weight"] = float(val["weights"][i]) if i < k else math.nan
-        row["validation_sharpe"] = float(val["scores"]["sharpe"][i]) if i < k + 2 else math.nan
+        # Members only: the ensemble's weights and the rolling selection's first member were
+        # fitted on the validation episode, so their score there would be in-sample.
+        row["validation_sharpe"] = float(val["scores"]["sharpe"][i]) if i < k else math.nan
         row["turnover"] = math.nan  # mean traded value / portfolio value per step
         if "turnover" in res["metrics"] and i < k + 2:
             alive = res["alive"][:, i].astype(bool)
@@ -154,6 +167,19 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         "out_dir": out_dir,
         "rows": rows,
     }
+
+
+def check_whole_split(alive: np.ndarray, names: list[str], split: str) -> None:
+    """``ValueError`` if a run's episode ended before the split's last row (``alive
+    bool[T, R]``): its flat tail would be scored, and annualized, as steps it never took."""
+    steps = alive.sum(axis=0)
+    short = [(n, int(s)) for n, s in zip(names, steps, strict=True) if s < alive.shape[0]]
+    if short:
+        name, taken = short[0]
+        raise ValueError(
+            f"split={split!r}: run {name!r} stopped after {taken} of {alive.shape[0]} steps"
+            " (an episode end before the split's last row); the backtest scores whole splits"
+        )
 
 
 def split_params(tc: Any, split: str) -> tuple[Any, int]:
@@ -263,7 +289,7 @@ def markdown_table(rows: list[dict]) -> str:
         "win / loss steps",
         "turnover / step",
         "validation weight",
-        "validation Sharpe",
+        "validation Sharpe (members)",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:

@@ -2,10 +2,12 @@
 
 - ``mode=random``: env steps/s of ``num_envs`` environments stepped with uniformly random
   actions inside one jitted ``lax.scan``, through the same wrapper stack the trainers use
-  (``VecEnv(LogEpisode(ClipAction(env)))``), the batch sharded over the mesh's ``data``
-  axis. With ``baseline=true`` the bare ``jax.vmap(env.step)`` of the same env (gymnax's own
-  API, no hordax wrapper) is timed in the same process on the same mesh, and
-  ``overhead_pct`` is how much slower hordax's stack is.
+  (``VecEnv(LogEpisode(ClipAction(env)))``, amortized fresh resets per ``reset_pool``), the
+  batch sharded over the mesh's ``data`` axis. With ``baseline=true`` the bare
+  ``jax.vmap(env.step)`` of the same env (gymnax's own API, no hordax wrapper) is timed in
+  the same process on the same mesh, and
+  ``overhead_pct`` is how much slower hordax's stack is (negative where the stack's
+  amortized resets save more than its wrappers cost; ``reset_pool=0`` compares like for like).
 - ``mode=train``: env steps/s of whole PPO updates (rollout, GAE, minibatch epochs) at
   ``num_envs``, through the trainer's own sharded chunk program.
 
@@ -49,7 +51,7 @@ CSV_FIELDS = (
 
 @dataclass
 class BenchConfig:
-    """``hordax bench`` (configs/bench.yaml)."""
+    """``hordax bench`` (hordax/configs/bench.yaml)."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
     """Env id, constructor kwargs and params overrides (``env=<id>`` sets ``env.id``)."""
@@ -67,6 +69,8 @@ class BenchConfig:
     """train mode: steps per env per PPO update."""
     num_minibatches: int = 4
     """train mode: PPO minibatches per epoch."""
+    reset_pool: int = -1
+    """Fresh resets per step in the env stack (VecEnv): -1 auto, 0 off (in-step), k >= 1."""
     mesh: MeshConfig = field(default_factory=MeshConfig)
     results: str = "results.csv"
     """CSV (appended) in the output directory; a PNG plot is drawn beside it."""
@@ -76,9 +80,15 @@ def validate_bench(cfg: BenchConfig) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
     if cfg.mode not in ("random", "train"):
         raise ValueError(f"mode={cfg.mode}: allowed values are ['random', 'train']")
+    sharding.validate_mesh(cfg.mesh)
     for key in ("num_envs", "steps", "repeats", "rollout_length", "num_minibatches"):
         if int(getattr(cfg, key)) < 1:
             raise ValueError(f"{key}={getattr(cfg, key)}: must be an integer >= 1")
+    if int(cfg.reset_pool) < -1:
+        raise ValueError(
+            f"reset_pool={cfg.reset_pool}: must be -1 (auto), 0 (off: in-step reset of every "
+            "env) or an integer >= 1"
+        )
     if cfg.mode == "train" and (cfg.num_envs * cfg.rollout_length) % cfg.num_minibatches:
         raise ValueError(
             f"num_minibatches={cfg.num_minibatches}: must divide num_envs * rollout_length = "
@@ -162,7 +172,7 @@ def measure_random(cfg: BenchConfig) -> dict[str, Any]:
         jax.block_until_ready(fn(carry))  # warm-up run
         return compile_s, fn, carry
 
-    stack = VecEnv(LogEpisode(ClipAction(env)), n)
+    stack = VecEnv(LogEpisode(ClipAction(env)), n, reset_pool=cfg.reset_pool)
     programs = {
         "hordax": compiled(
             lambda k: stack.reset(k, params), lambda k, s, a: stack.step(k, s, a, params)
@@ -207,6 +217,7 @@ def measure_train(cfg: BenchConfig) -> dict[str, Any]:
             rollout_length=cfg.rollout_length,
             total_env_steps=updates * steps_per_update,
             num_chunks=1,
+            reset_pool=cfg.reset_pool,
         ),
         agent=PPOConfig(num_minibatches=cfg.num_minibatches),
         mesh=cfg.mesh,
@@ -237,6 +248,7 @@ def _row(cfg: BenchConfig, mesh: Any, compile_s: float, run_s: float, steps: int
         "compile_s": round(compile_s, 3),
         "run_s": round(run_s, 6),
         "sps": round(steps / run_s, 1),
+        "reset_pool": cfg.reset_pool,
         "jax": jax.__version__,
     }
 

@@ -11,7 +11,15 @@ Layout in the run directory::
                                     folder and renamed when complete: a kill during a
                                     write leaves the previous checkpoint loadable)
     checkpoints/meta.json           what the checkpoints are compatible with (config and
-                                    the state's leaf shapes), checked before restoring
+                                    the state's leaf shapes), checked before restoring,
+                                    and the run id of the run that wrote them
+
+Checkpoints are bound to their run: a fresh run draws a run id, writes it into
+``meta.json`` and into every checkpoint (orbax's ``custom_metadata``), and refuses a
+``checkpoints/`` folder that already holds checkpoints. Resume restores the newest
+checkpoint that carries the run id of ``meta.json`` and restores intact; newer ones that
+belong to another run or are corrupt are skipped (one line on stderr says which and why)
+and removed, so the continued run's own checkpoints replace them.
 
 PRNG key arrays are stored as their raw ``uint32`` data and re-wrapped on restore.
 """
@@ -20,18 +28,59 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
+from hordax import strict_json
+
 #: Config keys that must be equal for a checkpoint to continue a run (dotted paths into the
-#: resolved TrainConfig as a dict). Logging, progress and checkpoint cadence may change.
+#: resolved TrainConfig as a dict). Logging, progress and checkpoint cadence may change;
+#: ``trainer.num_chunks`` may not: a checkpoint counts chunks of the run's chunk size.
 COMPAT_KEYS = ("env", "agent", "trainer", "population", "seed")
+#: Compared only when the checkpoint records them (older hordax versions did not).
+_COMPAT_IF_RECORDED = ("trainer.num_chunks",)
 
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, partial, corrupt or incompatible; the message says which."""
+
+
+class NoCheckpointError(CheckpointError):
+    """The run has no checkpoint yet (it stopped before its first one, or never wrote any)."""
+
+
+#: orbax's per-checkpoint metadata file (JSON; ``custom_metadata`` holds hordax's run id).
+_STEP_METADATA = "_CHECKPOINT_METADATA"
+
+
+def _warn(message: str) -> None:
+    print(f"hordax: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _drop_closed_loop_reports() -> None:
+    """Silence the echo of a failed orbax restore, and nothing else.
+
+    When orbax gives up on a damaged checkpoint it closes its event loop while tensorstore
+    still has reads in flight; each of them then reports ``RuntimeError: Event loop is
+    closed`` through ``sys.unraisablehook`` (dozens of tracebacks after hordax's one-line
+    message). This hook drops exactly those reports and passes every other one on.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "hordax_filter", False):
+        return
+
+    def hook(report: Any) -> None:
+        exc = report.exc_value
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+            return
+        previous(report)
+
+    hook.hordax_filter = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def _is_key(x: Any) -> bool:
@@ -91,8 +140,7 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 
 def compat_config(cfg_dict: dict) -> dict[str, Any]:
     """The part of a config (as a plain dict) that a checkpoint must agree with, flattened."""
-    flat = _flatten({k: cfg_dict.get(k) for k in COMPAT_KEYS})
-    return {k: v for k, v in flat.items() if not k.startswith("trainer.num_chunks")}
+    return _flatten({k: cfg_dict.get(k) for k in COMPAT_KEYS})
 
 
 class Checkpointer:
@@ -106,8 +154,10 @@ class Checkpointer:
     def __init__(self, run_dir: str, keep: int = 2):
         import orbax.checkpoint as ocp
 
+        self.run_dir = run_dir
         self.dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))
         self.meta_path = os.path.join(self.dir, "meta.json")
+        self.run_id: str | None = None  # set by start() or check_compatible()
         self._ocp = ocp
         self.manager = ocp.CheckpointManager(
             self.dir,
@@ -115,41 +165,68 @@ class Checkpointer:
         )
 
     # --- writing ------------------------------------------------------------------------
+    def start(self, cfg_dict: dict, abstract_state: Any, run_id: str) -> None:
+        """Bind this folder to a fresh run: refuse old checkpoints, write ``meta.json``."""
+        old = self.all_steps()
+        if old:
+            raise CheckpointError(
+                f"{self.dir} already holds checkpoints {old} of another run; start a fresh "
+                "run in a new run directory (or remove that run first: overwrite=true)"
+            )
+        self.run_id = run_id
+        self.write_meta(cfg_dict, abstract_state)
+
     def write_meta(self, cfg_dict: dict, abstract_state: Any) -> None:
-        meta = {"config": compat_config(cfg_dict), "leaves": leaf_signature(abstract_state)}
+        meta = {
+            "run_id": self.run_id,
+            "config": compat_config(cfg_dict),
+            "leaves": leaf_signature(abstract_state),
+        }
         tmp = self.meta_path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump(meta, f, indent=1, default=str)
+            strict_json.dump(meta, f, indent=1, default=str)
         os.replace(tmp, self.meta_path)
 
     def save(self, step: int, state: Any) -> None:
         """Write the state after ``step`` chunks and wait until it is committed on disk."""
-        self.manager.save(step, args=self._ocp.args.StandardSave(to_saveable(state)))
+        from hordax.training.rundir import fault_point
+
+        self.manager.save(
+            step,
+            args=self._ocp.args.StandardSave(to_saveable(state)),
+            custom_metadata={"run_id": self.run_id},
+        )
+        fault_point("checkpoint")  # orbax is writing in the background now
         self.manager.wait_until_finished()
 
-    def latest_step(self) -> int | None:
+    def all_steps(self) -> list[int]:
+        """Committed checkpoints, oldest first."""
         self.manager.reload()
-        return self.manager.latest_step()
+        return sorted(self.manager.all_steps())
+
+    def latest_step(self) -> int | None:
+        steps = self.all_steps()
+        return steps[-1] if steps else None
 
     def close(self) -> None:
         self.manager.close()
 
     # --- reading ------------------------------------------------------------------------
     def check_compatible(self, cfg_dict: dict, abstract_state: Any) -> None:
-        """Raise :class:`CheckpointError` naming the first config keys or leaves that differ."""
+        """Raise :class:`CheckpointError` naming the first config keys or leaves that differ
+        (:class:`NoCheckpointError` if the run has no checkpoint); take the run id."""
         if not os.path.isfile(self.meta_path):
+            if not self.all_steps():
+                raise NoCheckpointError(f"resume: {self.run_dir} has no checkpoint yet")
             raise CheckpointError(f"resume: {self.meta_path} is missing (not a hordax checkpoint)")
-        try:
-            with open(self.meta_path) as f:
-                meta = json.load(f)
-        except (OSError, json.JSONDecodeError) as e:
-            raise CheckpointError(f"resume: {self.meta_path} is unreadable ({e})") from None
-        ours = json.loads(json.dumps(compat_config(cfg_dict), default=str))
+        meta = self._read_meta()
+        self.run_id = meta.get("run_id")
+        ours = json.loads(strict_json.dumps(compat_config(cfg_dict), default=str))
         theirs = meta.get("config", {})
         diffs = [
             f"{k}={theirs.get(k, '<absent>')!r} in the checkpoint, {ours.get(k, '<absent>')!r} now"
             for k in sorted(set(ours) | set(theirs))
-            if ours.get(k) != theirs.get(k)
+            if ours.get(k) != theirs.get(k) and (k in theirs or k not in _COMPAT_IF_RECORDED)
         ]
         if diffs:
             raise CheckpointError(
@@ -169,18 +246,71 @@ class Checkpointer:
                 + "; ".join(diffs[:5])
             )
 
-    def restore(self, abstract_state: Any, shardings: Any | None = None) -> tuple[int, Any]:
-        """``(chunks done, state)`` from the newest complete checkpoint."""
-        step = self.latest_step()
-        if step is None:
-            raise CheckpointError(f"resume: no complete checkpoint in {self.dir}")
-        target = abstract_saveable(abstract_state, shardings)
+    def _read_meta(self) -> dict:
+        try:
+            with open(self.meta_path) as f:
+                meta = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CheckpointError(f"resume: {self.meta_path} is unreadable ({e})") from None
+        if not isinstance(meta, dict):
+            raise CheckpointError(f"resume: {self.meta_path} is not a hordax checkpoint index")
+        return meta
+
+    def step_run_id(self, step: int) -> str | None:
+        """The run id stored in checkpoint ``step`` (None if it has none: older hordax)."""
+        path = os.path.join(self.dir, str(step), _STEP_METADATA)
+        with open(path) as f:
+            return (json.load(f).get("custom_metadata") or {}).get("run_id")
+
+    def _restore_step(self, step: int, target: Any) -> tuple[Any, str | None]:
+        """``(raw state, None)`` or ``(None, why checkpoint step cannot be used)``."""
+        try:
+            owner = self.step_run_id(step)
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as e:
+            return None, f"is corrupt or unreadable: its {_STEP_METADATA} is unreadable ({e})"
+        if owner != self.run_id:
+            return None, f"belongs to another run (run id {owner}, this run is {self.run_id})"
         try:
             raw = self.manager.restore(step, args=self._ocp.args.StandardRestore(target))
         except Exception as e:  # orbax raises many types for damaged files
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            return None, f"is corrupt or unreadable: {first[:300]}"
+        return raw, None
+
+    def restore(
+        self,
+        abstract_state: Any,
+        shardings: Any | None = None,
+        warn: Callable[[str], None] = _warn,
+    ) -> tuple[int, Any]:
+        """``(chunks done, state)`` from the newest intact checkpoint of this run.
+
+        Newer checkpoints that are corrupt or belong to another run are skipped, reported
+        through ``warn`` (one line each) and deleted, so that the continued run can write
+        its own checkpoints under those numbers.
+        """
+        steps = self.all_steps()
+        if not steps:
+            raise NoCheckpointError(f"resume: {self.run_dir} has no checkpoint yet")
+        if self.run_id is None and os.path.isfile(self.meta_path):  # not checked first
+            self.run_id = self._read_meta().get("run_id")
+        target = abstract_saveable(abstract_state, shardings)
+        _drop_closed_loop_reports()  # before: the reports start while orbax still raises
+        skipped: list[tuple[int, str]] = []
+        for step in reversed(steps):
+            raw, why = self._restore_step(step, target)
+            if why is None:
+                break
+            skipped.append((step, why))
+        else:
             raise CheckpointError(
-                f"resume: checkpoint {os.path.join(self.dir, str(step))} is corrupt or "
-                f"unreadable: {first[:300]}"
-            ) from None
+                f"resume: no intact checkpoint in {self.dir}: "
+                + "; ".join(f"checkpoint {s} {why}" for s, why in skipped)
+            )
+        for s, why in skipped:
+            warn(
+                f"resume: skipped checkpoint {os.path.join(self.dir, str(s))}: it {why}; "
+                f"continuing from checkpoint {step} (the skipped one is removed)"
+            )
+            self.manager.delete(s)
         return step, from_saveable(raw, abstract_state)

@@ -4,7 +4,9 @@
 
 Bad input gets one line on stderr naming the key, the value and what is allowed, and a
 non-zero exit code (2 for hordax's own checks, 1 for hydra's composition errors). The
-last line on stdout is one JSON object summarizing the run.
+last line on stdout is one JSON object summarizing the run. A fresh run refuses a run
+directory that already holds a run (exit 2) unless ``overwrite=true``; Ctrl-C stops a run
+cleanly with one line saying how to resume it (exit 130).
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
+
+from hordax import strict_json
 
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
@@ -22,11 +28,12 @@ USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
   hordax train env=Pendulum-v1                   any registered hordax or gymnax id
-  hordax train agent.learning_rate=1e-3 seed=3   any config key (see configs/)
+  hordax train agent.learning_rate=1e-3 seed=3   any config key (see hordax/configs/)
   hordax train logger=wandb                      Weights & Biases, offline by default
   hordax train --cfg job                         print the composed config
   hordax train checkpoint.every=5                checkpoint every 5 chunks
   hordax train resume=runs/CartPole-v1/ppo/DATE  continue a run from its newest checkpoint
+  hordax train hydra.run.dir=D overwrite=true    replace the run in D (refused without it)
   hordax train population.size=8                 8 seeds in one vmapped program
   hordax train agent=ensemble env=StockTrading-v0   K PPO members + vote/average/rolling
   hordax train agent=ensemble env=CryptoTrading-v0 'ensemble.algorithms=[ppo,pqn]'   mixed
@@ -38,14 +45,13 @@ USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
 
 
 def config_dir() -> Path:
-    """``$HORDAX_CONFIG_DIR``, else the repository's ``configs/`` beside the package."""
+    """``$HORDAX_CONFIG_DIR``, else the configs that ship inside the package
+    (``hordax/configs/``, package data: a wheel or a non-editable install carries them)."""
     env = os.environ.get("HORDAX_CONFIG_DIR")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "configs"
+    path = Path(env) if env else Path(__file__).resolve().parents[1] / "configs"
     if not (path / "train.yaml").is_file():
-        raise SystemExit(
-            f"hordax: error: no train.yaml in config dir {path} "
-            "(set HORDAX_CONFIG_DIR or install hordax with `pip install -e .`)"
-        )
+        where = f"HORDAX_CONFIG_DIR={env}" if env else f"the package's config dir {path}"
+        _fail(f"{where}: no train.yaml there (it must be a folder of hordax's hydra configs)")
     return path
 
 
@@ -111,9 +117,25 @@ def resume_overrides(args: list[str]) -> list[str]:
     saved = Path(run_dir) / OVERRIDES_FILE
     if not saved.is_file():
         _fail(f"resume={run_dir}: no hordax run there ({saved} is missing)")
-    with open(saved) as f:
-        before = [o for o in json.load(f) if not o.startswith(("resume=", "hydra."))]
+    try:
+        with open(saved) as f:
+            stored = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        _fail(
+            f"resume={run_dir}: {saved} is unreadable ({e}); it should be a JSON list of overrides"
+        )
+    if not isinstance(stored, list) or not all(isinstance(o, str) for o in stored):
+        _fail(f"resume={run_dir}: {saved} is not a JSON list of override strings")
+    before = [o for o in stored if not o.startswith(("resume=", "hydra.", "overwrite="))]
     return [*before, *args, f"hydra.run.dir={run_dir}"]
+
+
+def restart_command(overrides: list[str], run_dir: str) -> str:
+    """The command that starts the run in ``run_dir`` again from scratch."""
+    import shlex
+
+    kept = [o for o in overrides if not o.startswith(("resume=", "hydra.", "overwrite="))]
+    return shlex.join(["hordax", "train", *kept, f"hydra.run.dir={run_dir}", "overwrite=true"])
 
 
 def distributed_kwargs(environ: dict) -> dict:
@@ -134,9 +156,34 @@ def distributed_kwargs(environ: dict) -> dict:
     return kwargs
 
 
+def _override(args: list[str], key: str) -> str | None:
+    """The value of the last ``key=value`` override in ``args`` (None if absent)."""
+    values = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith(f"{key}=")]
+    return values[-1] if values else None
+
+
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "yes", "1", "on")
+
+
 def _wants_distributed(args: list[str]) -> bool:
-    values = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith("distributed=")]
-    return bool(values) and values[-1].lower() in ("true", "yes", "1", "on")
+    return _is_true(_override(args, "distributed"))
+
+
+def check_run_dir_early(args: list[str]) -> None:
+    """A fresh run with an explicit ``hydra.run.dir`` that holds a run stops here, before
+    hydra writes its ``.hydra/`` files into that directory (the task checks again, for the
+    default timestamped directory)."""
+    from hordax.training.rundir import RunDirError, check_free
+
+    if any(a in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for a in args):
+        return  # hydra only prints something; no run starts
+    run_dir = _override(args, "hydra.run.dir")
+    if run_dir and not _override(args, "resume"):
+        try:
+            check_free(run_dir, _is_true(_override(args, "overwrite")))
+        except RunDirError as e:
+            _fail(str(e))
 
 
 def _init_distributed() -> None:
@@ -150,11 +197,28 @@ def _init_distributed() -> None:
         _fail(f"distributed=true: jax.distributed.initialize() failed: {e}")
 
 
+def _shared_run_dir(own: str) -> str:
+    """Process 0's run directory, on every process of a multi-process run (their hydras may
+    have named different timestamps; this process's own, left empty, is removed)."""
+    from hordax.training.sharding import primary_str
+
+    shared = primary_str(own)
+    if shared != own and os.path.isdir(own):
+        _remove_empty_run_dir(own)
+    return shared
+
+
 def _fail(message: str, code: int = 2, run_dir: str | None = None) -> None:
     if run_dir and os.path.isdir(run_dir):
         _remove_empty_run_dir(run_dir)
     print(f"hordax: error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def env_error(e: Exception) -> str:
+    """An error of ``hordax.make`` as the command line names its keys: every
+    ``params.<field>`` in the env's message becomes ``env.params.<field>``."""
+    return re.sub(r"(?<![\w.])params\.", "env.params.", str(e))
 
 
 def _remove_empty_run_dir(run_dir: str) -> None:
@@ -222,22 +286,62 @@ def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "
     try:
         with initialize_config_dir(str(cfg_dir), version_base=None):
             compose(config_name, overrides=overrides)
-    except MissingConfigException as e:
+    except (MissingConfigException, OverrideParseException, ConfigCompositionException) as e:
+        _fail(composition_error(e, overrides, cfg_dir, config_name))
+
+
+def composition_error(e: Exception, overrides: list[str], cfg_dir: Path, config_name: str) -> str:
+    """The one line for an error of hydra's composition of ``overrides``: the override and
+    the key it names, the value, and what is allowed."""
+    from hydra.errors import MissingConfigException, OverrideParseException
+
+    if isinstance(e, MissingConfigException):
         group = (e.missing_cfg_file or "").split("/")[0]
         choice = next((o for o in overrides if o.startswith(f"{group}=")), group)
         options = [o for o in (e.options or []) if not o.endswith("_schema") and o != "_generic"]
-        _fail(f"{choice}: allowed values are {options}", code=2)
-    except OverrideParseException as e:
-        _fail(str(e).splitlines()[0] + " (overrides look like key=value)", code=2)
-    except ConfigCompositionException as e:
-        cause = e.__cause__
-        key = getattr(cause, "full_key", None) or "?"
-        arg = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
-        first = str(cause).splitlines()[0] if cause else str(e).splitlines()[0]
-        if type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
-            allowed = _allowed_keys(cfg_dir, key, config_name)
-            _fail(f"{arg}: unknown key {key!r}; allowed keys here: {allowed}", code=2)
-        _fail(f"{arg}: {first}", code=2)
+        return f"{choice}: allowed values are {options}"
+    if isinstance(e, OverrideParseException):
+        return str(e).splitlines()[0] + " (overrides look like key=value)"
+    cause = e.__cause__
+    key = getattr(cause, "full_key", None) or "?"
+    arg = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
+    first = str(cause).splitlines()[0] if cause else str(e).splitlines()[0]
+    if type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
+        allowed = _allowed_keys(cfg_dir, key, config_name)
+        return f"{arg}: unknown key {key!r}; allowed keys here: {allowed}"
+    return f"{arg}: {first}"
+
+
+#: Each command's host-side checks of its typed config that need no run ("module:function",
+#: raising ValueError naming the key). A new command adds its own: the bad-input table test
+#: (tests/training/test_bad_input_table.py) covers every command listed in COMMANDS.
+VALIDATORS = {
+    "train": "hordax.training.config:validate",
+    "bench": "hordax.training.bench:validate_bench",
+    "backtest": "hordax.training.backtest:validate_backtest",
+}
+
+
+def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tuple[Any, Any]:
+    """``(typed config, what its validator returns)`` for a composed ``dict_cfg``; bad input
+    exits 2 with one line (and removes the run's still-empty ``run_dir``)."""
+    import importlib
+
+    from omegaconf import OmegaConf
+
+    if command == "train":  # agent=ensemble: K members unless population.size is given
+        from hordax.training.ensemble import apply_members
+
+        apply_members(dict_cfg)
+    try:
+        cfg = OmegaConf.to_object(dict_cfg)
+    except Exception as e:  # missing mandatory values and the like
+        _fail(str(e).splitlines()[0], run_dir=run_dir)
+    module, _, name = VALIDATORS[command].partition(":")
+    try:
+        return cfg, getattr(importlib.import_module(module), name)(cfg)
+    except (ValueError, TypeError) as e:  # ConfigError is a ValueError
+        _fail(str(e), run_dir=run_dir)
 
 
 def _train_task(dict_cfg) -> None:
@@ -248,80 +352,106 @@ def _train_task(dict_cfg) -> None:
     from omegaconf import OmegaConf
 
     from hordax.envs.registry import make
-    from hordax.training.checkpoint import CheckpointError
-    from hordax.training.config import ConfigError, validate
-    from hordax.training.ensemble import apply_members
+    from hordax.training.checkpoint import CheckpointError, NoCheckpointError
     from hordax.training.run import NonFiniteError, train_and_log
+    from hordax.training.rundir import RunDirError, check_free, clear, write_atomic
+    from hordax.training.sharding import is_primary
 
-    run_dir = HydraConfig.get().runtime.output_dir
-    apply_members(dict_cfg)  # agent=ensemble: K members unless population.size is given
-    try:
-        cfg = OmegaConf.to_object(dict_cfg)
-    except Exception as e:  # missing mandatory values and the like
-        _fail(str(e).splitlines()[0], run_dir=run_dir)
+    run_dir = _shared_run_dir(HydraConfig.get().runtime.output_dir)
+    overrides = list(HydraConfig.get().overrides.task)
+    resume = bool(dict_cfg.resume)
+    if resume and dict_cfg.overwrite:
+        _fail(f"overwrite=true: cannot be combined with resume={dict_cfg.resume}")
+    # The default (timestamped) directory was not checked before hydra; in a multi-process
+    # run only process 0 checks (the others share its directory, which it may fill first).
+    if not resume and is_primary():
+        try:
+            check_free(run_dir, bool(dict_cfg.overwrite))
+        except RunDirError as e:
+            _fail(str(e))
+    own_dir = None if resume else run_dir  # removed if the run fails before training
+    cfg, resolved = check_config("train", dict_cfg, own_dir)
     cfg = dataclasses.replace(cfg, run_dir=run_dir)
-    try:
-        resolved = validate(cfg)
-    except ConfigError as e:
-        _fail(str(e), run_dir=run_dir)
     try:
         env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
     except (ValueError, TypeError) as e:
-        _fail(str(e), run_dir=run_dir)
-    if not cfg.resume:  # a resumed run keeps the files it started with
-        with open(os.path.join(run_dir, "config.yaml"), "w") as f:
-            f.write(OmegaConf.to_yaml(dict_cfg, resolve=True))
-        with open(os.path.join(run_dir, OVERRIDES_FILE), "w") as f:
-            json.dump(list(HydraConfig.get().overrides.task), f, indent=1)
+        _fail(env_error(e), run_dir=own_dir)
+    if not resume and is_primary():  # a resumed run keeps the files it started with
+        if cfg.overwrite:  # the old run goes first: nothing of it mixes with this one
+            clear(run_dir)
+        write_atomic(
+            os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True)
+        )
+        write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
     try:
         summary = train_and_log(cfg, env, env_params, resolved)
+    except NoCheckpointError as e:
+        _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
+              f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
     except CheckpointError as e:
-        _fail(str(e), run_dir=run_dir)
+        _fail(str(e), run_dir=own_dir)
     except NonFiniteError as e:
         _fail(str(e), code=3)
     except ValueError as e:  # e.g. a mesh that does not fit, a shape the agent cannot handle
-        _fail(str(e), run_dir=run_dir)
+        _fail(str(e), run_dir=own_dir)
+    except KeyboardInterrupt:
+        _interrupted(run_dir, overrides)
     if cfg.ensemble.enabled:  # agent=ensemble: members and ensembles on validation
         from hordax.training.ensemble import add_ensemble_to_summary
 
         summary = add_ensemble_to_summary(cfg, summary, run_dir)
-    print(json.dumps(summary), flush=True)
+    print(strict_json.dumps(summary), flush=True)
+
+
+def _interrupted(run_dir: str, overrides: list[str]) -> None:
+    """Ctrl-C: one line saying where the run stands and how to go on; exit 130."""
+    from hordax.training.checkpoint import Checkpointer
+
+    last = None
+    if os.path.isdir(os.path.join(run_dir, "checkpoints")):
+        ckpt = Checkpointer(run_dir)
+        last = ckpt.latest_step()
+        ckpt.close()
+    if last is None:
+        how = f"no checkpoint yet; start it again with: {restart_command(overrides, run_dir)}"
+    else:
+        how = f"last checkpoint after chunk {last}; continue with: hordax train resume={run_dir}"
+    print(f"hordax: interrupted: {how}", file=sys.stderr, flush=True)
+    raise SystemExit(130)
 
 
 def _bench_task(dict_cfg) -> None:
     """The hydra task of ``hordax bench``: measure, print one JSON line, append to the CSV
     (the sweep directory's under ``-m``) and redraw the PNG plot beside it."""
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import OmegaConf
 
     from hordax.training.bench import append_csv, plot_csv, run_bench
 
     hc = HydraConfig.get()
-    cfg = OmegaConf.to_object(dict_cfg)
+    cfg, _ = check_config("bench", dict_cfg)
     try:
         row = run_bench(cfg)
     except (ValueError, TypeError) as e:
-        _fail(str(e))
+        _fail(env_error(e))
     out_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.runtime.output_dir
     os.makedirs(out_dir, exist_ok=True)
     csv_path = os.path.join(out_dir, cfg.results)
     append_csv(csv_path, row)
     plot_csv(csv_path, os.path.splitext(csv_path)[0] + ".png")
-    print(json.dumps(row), flush=True)
+    print(strict_json.dumps(row), flush=True)
 
 
 def _backtest_task(dict_cfg) -> None:
     """The hydra task of ``hordax backtest``: table, curves and plot; one JSON line."""
-    from omegaconf import OmegaConf
 
     from hordax.training.backtest import run_backtest
 
-    cfg = OmegaConf.to_object(dict_cfg)
+    cfg, _ = check_config("backtest", dict_cfg)
     try:
         row = run_backtest(cfg)
     except (ValueError, TypeError) as e:
         _fail(str(e))
-    print(json.dumps(row), flush=True)
+    print(strict_json.dumps(row), flush=True)
 
 
 COMMANDS = {
@@ -351,8 +481,16 @@ def main(argv: list[str] | None = None) -> None:
     cfg_dir = config_dir()
     if command == "train":
         rest = rewrite_env_override(resume_overrides(rest), cfg_dir)
+        primary = True
         if _wants_distributed(rest):
             _init_distributed()
+            import jax
+
+            primary = jax.process_index() == 0
+            if not primary:  # only process 0 writes files (hydra's included)
+                rest = [*rest, "hydra.output_subdir=null"]
+        if primary:  # the others share process 0's directory, which it may fill first
+            check_run_dir_early(rest)
     elif command == "backtest":  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
         rest = [a if "=" in a or a.startswith("-") else f"run_dir={a}" for a in rest]
     else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
@@ -363,7 +501,11 @@ def main(argv: list[str] | None = None) -> None:
         precheck_overrides(rest, cfg_dir, config_name)
     task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name=config_name)(task_fn)
     sys.argv = [f"hordax {command}", *rest]
-    task()
+    try:
+        task()
+    except KeyboardInterrupt:  # before training started (the train task handles the rest)
+        print(f"hordax: interrupted: {command} stopped", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

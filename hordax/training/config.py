@@ -1,6 +1,6 @@
 """Typed run configuration (the hydra schemas) and host-side validation.
 
-The CLI composes YAML from ``configs/`` onto these dataclasses, so a typo or a wrong type
+The CLI composes YAML from ``hordax/configs/`` onto these dataclasses, so a typo or a wrong type
 fails at start-up naming the key; :func:`validate` then checks ranges and relations and
 :func:`resolve` computes derived sizes. Library code receives these dataclasses, never a
 hydra ``DictConfig``.
@@ -16,7 +16,7 @@ from typing import Any
 from hordax.agents.ppo import TRACED_HPARAMS, PPOConfig, validate_ppo
 from hordax.training.ensemble import EnsembleConfig, validate_ensemble
 from hordax.training.population import PopulationConfig, validate_population
-from hordax.training.sharding import MeshConfig
+from hordax.training.sharding import MeshConfig, validate_mesh
 from hordax.validation import need
 
 
@@ -42,9 +42,14 @@ class OnPolicyTrainerConfig:
     rollout_length: int = 128
     """Steps per env per update."""
     total_env_steps: int = 500_000
-    """Env steps in the run; rounded up to whole chunks of whole updates."""
+    """Env steps in the run, rounded up to whole updates and then to whole chunks (the
+    summary's ``env_steps`` is what ran; see :func:`resolve`)."""
     num_chunks: int = 20
-    """Host round-trips: progress, logging (and later checkpoints) happen between chunks."""
+    """Host round-trips: progress, logging and checkpoints happen between chunks (fewer if
+    the run has fewer updates; see :func:`resolve`)."""
+    reset_pool: int = -1
+    """Fresh resets computed per env step (VecEnv's pool): -1 auto (ceil(num_envs / 64)),
+    0 off (reset_env for every env every step, gymnax's in-step path), k >= 1 that many."""
 
 
 @dataclass
@@ -84,6 +89,9 @@ class TrainConfig:
     """Show a live progress bar on stderr."""
     resume: str = ""
     """Run directory of a checkpointed run to continue ('' = start fresh)."""
+    overwrite: bool = False
+    """Start fresh in a run directory that already holds a run, removing that run's files
+    first (without it such a directory is refused)."""
     distributed: bool = False
     """Multi-host: call jax.distributed.initialize() first (coordinator, process count and
     id from the environment, e.g. JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID)."""
@@ -112,7 +120,9 @@ _need = functools.partial(need, error=ConfigError)
 
 def validate(cfg: TrainConfig) -> Resolved:
     """Check ranges and relations on the host; return the derived sizes."""
-    _need(cfg.agent.name in AGENTS, "agent", cfg.agent.name, f"allowed values are {list(AGENTS)}")
+    _need(
+        cfg.agent.name in AGENTS, "agent.name", cfg.agent.name, f"allowed values are {list(AGENTS)}"
+    )
     tr = cfg.trainer
     rnn_size = int(getattr(getattr(cfg.agent, "network", None), "rnn_size", 0))  # PPO's GRU
     _need(tr.num_envs >= 1, "trainer.num_envs", tr.num_envs, "must be an integer >= 1")
@@ -123,6 +133,12 @@ def validate(cfg: TrainConfig) -> Resolved:
         "must be an integer >= 1",
     )
     _need(tr.num_chunks >= 1, "trainer.num_chunks", tr.num_chunks, "must be an integer >= 1")
+    _need(
+        tr.reset_pool >= -1,
+        "trainer.reset_pool",
+        tr.reset_pool,
+        "must be -1 (auto), 0 (off: in-step reset of every env) or an integer >= 1",
+    )
     steps_per_update = tr.num_envs * tr.rollout_length
     _need(
         tr.total_env_steps >= steps_per_update,
@@ -131,7 +147,10 @@ def validate(cfg: TrainConfig) -> Resolved:
         f"must be >= one update, num_envs * rollout_length = {steps_per_update}",
     )
     _need(
-        cfg.logger.name in LOGGERS, "logger", cfg.logger.name, f"allowed values are {list(LOGGERS)}"
+        cfg.logger.name in LOGGERS,
+        "logger.name",
+        cfg.logger.name,
+        f"allowed values are {list(LOGGERS)}",
     )
     _need(
         cfg.logger.mode in ("offline", "online", "disabled"),
@@ -139,12 +158,10 @@ def validate(cfg: TrainConfig) -> Resolved:
         cfg.logger.mode,
         "allowed values are ['offline', 'online', 'disabled']",
     )
-    _need(
-        cfg.mesh.seed == -1 or cfg.mesh.seed >= 1,
-        "mesh.seed",
-        cfg.mesh.seed,
-        "must be -1 (auto) or an integer >= 1",
-    )
+    try:
+        validate_mesh(cfg.mesh)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     ck = cfg.checkpoint
     _need(ck.every >= 0, "checkpoint.every", ck.every, "must be an integer >= 0 (0 = never)")
     _need(ck.keep >= 1, "checkpoint.keep", ck.keep, "must be an integer >= 1")
@@ -180,12 +197,6 @@ def validate(cfg: TrainConfig) -> Resolved:
         "seed",
         cfg.seed,
         "must be an integer in [0, 2**63 - population.size]",
-    )
-    _need(
-        cfg.mesh.data == -1 or cfg.mesh.data >= 1,
-        "mesh.data",
-        cfg.mesh.data,
-        "must be -1 (all remaining devices) or an integer >= 1",
     )
     try:
         _validate_agent(cfg, steps_per_update)
@@ -243,10 +254,16 @@ def _validate_pql_parallel(cfg: TrainConfig) -> None:
 
 
 def resolve(cfg: TrainConfig) -> Resolved:
-    """Derive update and chunk counts (no device queries here)."""
+    """Derive update and chunk counts (no device queries here).
+
+    The budget is rounded up, never down: ``ceil(total_env_steps / (num_envs *
+    rollout_length))`` updates, split into ``min(num_chunks, updates)`` chunks of equal
+    size, rounded up to whole chunks. E.g. 40,000 steps with 256 envs x 16 steps: 10
+    updates (40,960 steps), in 10 chunks of one update for ``num_chunks=20``.
+    """
     tr = cfg.trainer
     steps_per_update = tr.num_envs * tr.rollout_length
-    requested = max(1, tr.total_env_steps // steps_per_update)
+    requested = max(1, -(-tr.total_env_steps // steps_per_update))  # ceil, exact for ints
     chunk_updates = math.ceil(requested / min(tr.num_chunks, requested))
     num_chunks = math.ceil(requested / chunk_updates)
     return Resolved(chunk_updates * num_chunks, chunk_updates, num_chunks, steps_per_update)

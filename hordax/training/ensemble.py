@@ -32,7 +32,6 @@ its deterministic actor; each with its own frozen observation-normalizer statist
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -43,6 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 from gymnax.environments import spaces
+
+from hordax import strict_json
 
 WEIGHTINGS = ("positive", "softmax", "equal")
 SCORES = ("auto", "sharpe", "return")
@@ -295,11 +296,14 @@ def _on_device(members: Members) -> Members:
     return Members(jax.tree.map(jnp.asarray, members.params), stats)
 
 
-def member_actions_fn(agent: Any, members: Members | MixedMembers, discrete: bool):
-    """``actions(obs) -> [K, *A]`` of all members (mixed: ``agent`` is one agent per group;
-    the groups' actions are concatenated in member order, as int32 or float32)."""
+def member_actions_fn(
+    agent: Any, members: Members | MixedMembers, discrete: bool, algo: str = "ppo"
+):
+    """``actions(obs) -> [K, *A]`` of all members (``algo``: the members' algorithm; mixed:
+    ``agent`` is one agent per group and the groups' actions are concatenated in member
+    order, as int32 or float32)."""
     if not isinstance(members, MixedMembers):
-        act, mem = greedy_policy(agent), _on_device(members)
+        act, mem = greedy_policy(agent, algo=algo), _on_device(members)
         return lambda obs: all_member_actions(act, mem, obs)
     dtype = jnp.int32 if discrete else jnp.float32
     parts = [
@@ -318,10 +322,13 @@ def member_actions_fn(agent: Any, members: Members | MixedMembers, discrete: boo
 # --- side-by-side evaluation --------------------------------------------------------------
 
 
-def make_evaluator(env: Any, env_params: Any, agent: Any, members: Members, num_steps: int):
+def make_evaluator(
+    env: Any, env_params: Any, agent: Any, members: Members, num_steps: int, algo: str = "ppo"
+):
     """A jitted ``evaluate(key, weights [K], initial, window) -> dict`` of one episode.
 
-    ``agent``: the members' agent (for :class:`MixedMembers`, a list: one per group).
+    ``agent``: the members' agent, of algorithm ``algo`` (ppo | pqn | pql); for
+    :class:`MixedMembers`, a list: one per group (``algo`` unused).
     Runs ``K + 2`` copies of the env in lockstep from the same reset key: members
     ``0..K-1`` (each acting alone), the combination (vote for discrete actions, weighted
     average for continuous ones) and the rolling selection. Each copy stops counting at its
@@ -334,7 +341,7 @@ def make_evaluator(env: Any, env_params: Any, agent: Any, members: Members, num_
     space = env.action_space(env_params)
     discrete = isinstance(space, spaces.Discrete)
     wenv = ClipAction(env)
-    actions_of = member_actions_fn(agent, members, discrete)
+    actions_of = member_actions_fn(agent, members, discrete, algo)
     k = members.size
     runs = k + 2
 
@@ -398,12 +405,20 @@ def supports_split(env_id: str) -> bool:
     return set(ctor) == {"split", "random_start"}
 
 
+#: Time limit of a full-split episode: longer than any split, so only the split's end stops it.
+NO_TIME_LIMIT = 10**7
+
+
 def split_env(env_id: str, kwargs: dict, params: dict, split: str):
-    """``(env, env_params, num_steps)`` for a deterministic full-split episode."""
+    """``(env, env_params, num_steps)`` for a deterministic full-split episode: from the
+    split's first row, with no time limit whatever the run's ``env.params`` or
+    ``env.kwargs`` set (``make`` applies ``params`` after the constructor, so the lifted
+    limit goes into ``params``: a run trained with ``env.params.max_steps_in_episode=63``
+    is still evaluated over its whole split)."""
     from hordax.envs.registry import make
 
-    kw = {**kwargs, "split": split, "random_start": False, "max_steps_in_episode": 10**7}
-    env, env_params = make(env_id, params=dict(params), **kw)
+    kw = {**kwargs, "split": split, "random_start": False, "max_steps_in_episode": NO_TIME_LIMIT}
+    env, env_params = make(env_id, params={**params, "max_steps_in_episode": NO_TIME_LIMIT}, **kw)
     return env, env_params, full_split_steps(env_params)
 
 
@@ -484,9 +499,19 @@ def load_run(run_dir: str) -> LoadedRun:
             raise ValueError(
                 f"run_dir={run_dir!r}: {name} is missing (not a finished hordax train run)"
             )
+    from hordax.training.mixed import ALGORITHMS, agent_schema
+
     raw = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
     raw = OmegaConf.masked_copy(raw, [k for k in raw if k != "hydra"])
-    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(TrainConfig), raw))
+    algo = OmegaConf.select(raw, "agent.name", default="ppo")
+    if algo not in ALGORITHMS:
+        raise ValueError(
+            f"run_dir={run_dir!r}: config.yaml has agent.name={algo!r}; allowed values are"
+            f" {list(ALGORITHMS)}"
+        )
+    schema = OmegaConf.structured(TrainConfig)
+    schema.agent = OmegaConf.structured(agent_schema(algo))  # typed Any: the run's agent
+    cfg = OmegaConf.to_object(OmegaConf.merge(schema, raw))
     if cfg.ensemble.algorithms:  # a mixed ensemble
         from hordax.training.mixed import group_sizes
 
@@ -513,7 +538,8 @@ def load_run(run_dir: str) -> LoadedRun:
 
 
 def _agent_for(cfg: Any, env: Any, env_params: Any) -> Any:
-    """The members' agent (mixed: one agent per group, from that group's config)."""
+    """The members' agent, of ``cfg.agent.name`` (ppo | pqn | pql); mixed: one agent per
+    group, from that group's config."""
     if cfg.ensemble.algorithms:
         from hordax.training.mixed import agent_config
 
@@ -521,18 +547,16 @@ def _agent_for(cfg: Any, env: Any, env_params: Any) -> Any:
             _make_algo_agent(a, agent_config(cfg, a), env, env_params)
             for a in cfg.ensemble.algorithms
         ]
-    from hordax.agents.ppo import make_agent
-
-    if int(getattr(cfg.agent.network, "rnn_size", 0)) > 0:
-        raise ValueError(
-            f"agent.network.rnn_size={cfg.agent.network.rnn_size}: ensembles and backtests"
-            " combine feed-forward PPO members only (recurrent members are not supported)"
-        )
-    obs_shape = env.observation_space(env_params).shape
-    return make_agent(cfg.agent, obs_shape, env.action_space(env_params), 1)
+    return _make_algo_agent(cfg.agent.name, cfg.agent, env, env_params)
 
 
 def _make_algo_agent(algo: str, acfg: Any, env: Any, env_params: Any) -> Any:
+    """The agent of one algorithm (ppo | pqn | pql) whose members act greedily."""
+    if algo == "ppo" and int(getattr(acfg.network, "rnn_size", 0)) > 0:
+        raise ValueError(
+            f"agent.network.rnn_size={acfg.network.rnn_size}: ensembles and backtests"
+            " combine feed-forward PPO members only (recurrent members are not supported)"
+        )
     obs_shape = env.observation_space(env_params).shape
     space = env.action_space(env_params)
     if algo == "pqn":
@@ -578,7 +602,7 @@ def evaluate_run(
         num_steps = int(getattr(env_params, "max_steps_in_episode", 1000))
         keys = jax.random.split(jax.random.key(ens.eval_seed), ens.eval_episodes)
     agent = _agent_for(cfg, env, env_params)
-    evaluate = make_evaluator(env, env_params, agent, members, num_steps)
+    evaluate = make_evaluator(env, env_params, agent, members, num_steps, cfg.agent.name)
     ppy = resolve_periods_per_year(ens.periods_per_year, env)
 
     def run(w, init):
@@ -659,6 +683,9 @@ def ensemble_summary(cfg: Any, members: Members | MixedMembers) -> dict:
     for i, algo in enumerate(member_algorithms(cfg, members)):
         rows[f"member_{i}"] = {"algorithm": algo, **rows[f"member_{i}"]}
         rows[f"member_{i}"]["weight"] = float(res["weights"][i])
+    for name in names[members.size :]:
+        # Their weights / first member were fitted on this same validation episode.
+        rows[name]["in_sample"] = True
     return {
         "validation": split or f"{ens.eval_episodes} fresh episodes (seed {ens.eval_seed})",
         "validation_steps": res["num_steps"],
@@ -681,8 +708,12 @@ def add_ensemble_to_summary(cfg: Any, summary: dict, run_dir: str | None) -> dic
     members = load_members(os.path.join(run_dir, "params.msgpack"), cfg.ensemble.algorithms)
     summary = dict(summary, ensemble=ensemble_summary(cfg, members))
     if run_dir:
-        with open(os.path.join(run_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1, default=float)
+        from hordax.training.rundir import write_atomic
+
+        write_atomic(
+            os.path.join(run_dir, "summary.json"),
+            strict_json.dumps(summary, indent=1, default=float),
+        )
     return summary
 
 

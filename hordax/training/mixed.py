@@ -8,7 +8,7 @@ the same env and trainer sizes. Members are numbered across groups in the order 
 a separate single-algorithm run with that seed computes (tested).
 
 Agent configs: the algorithm named by ``agent`` (PPO for ``agent=ensemble``) uses the
-``agent`` config; every other algorithm its defaults (``configs/agent/<name>.yaml``, equal
+``agent`` config; every other algorithm its defaults (``hordax/configs/agent/<name>.yaml``, equal
 to the dataclass defaults) with ``ensemble.agents.<name>.<key>=value`` overrides (checked
 against that algorithm's schema, the key named on error).
 
@@ -23,7 +23,6 @@ differ by seed and algorithm), recurrent PPO.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import time
@@ -33,6 +32,7 @@ import jax
 import jax.numpy as jnp
 from flax import serialization
 
+from hordax import strict_json
 from hordax.training import population as pop
 from hordax.training import sharding
 
@@ -51,7 +51,8 @@ def group_sizes(ens: Any) -> list[int]:
     return [int(s) for s in sizes]
 
 
-def _schema(algo: str) -> Any:
+def agent_schema(algo: str) -> Any:
+    """The config dataclass of ``algo`` (ppo | pqn | pql)."""
     if algo == "pqn":
         from hordax.agents.pqn import PQNConfig
 
@@ -74,7 +75,7 @@ def agent_config(cfg: Any, algo: str) -> Any:
     if cfg.agent.name == algo:
         base = OmegaConf.structured(cfg.agent)
     else:
-        base = OmegaConf.structured(_schema(algo))
+        base = OmegaConf.structured(agent_schema(algo))
     try:
         merged = OmegaConf.merge(base, OmegaConf.create(overrides))
         out = OmegaConf.to_object(merged)
@@ -275,6 +276,7 @@ def train_mixed(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
         summarize_chunk,
     )
     from hordax.training.run import best_index as best_of
+    from hordax.training.rundir import write_atomic
 
     validate_mixed(cfg)
     check_action_space(cfg, env, env_params)
@@ -319,7 +321,7 @@ def train_mixed(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
                 "members": members,
             }
             if metrics_file:
-                metrics_file.write(json.dumps(row) + "\n")
+                metrics_file.write(strict_json.dumps(row) + "\n")
                 metrics_file.flush()
             logger.log({k: v for k, v in row.items() if k != "members"}, step=env_steps)
             bar.update(steps_per_chunk)
@@ -331,8 +333,7 @@ def train_mixed(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
     run_s = time.perf_counter() - t_run
     saved = jax.device_get(saved_groups(algos, states))
     if run_dir:
-        with open(os.path.join(run_dir, "params.msgpack"), "wb") as f:
-            f.write(serialization.to_bytes(saved))
+        write_atomic(os.path.join(run_dir, "params.msgpack"), serialization.to_bytes(saved))
     seeds = [s for group in member_seeds(cfg) for s in group]
     out_members = []
     j = 0
@@ -372,7 +373,6 @@ def train_mixed(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
         "best_member": best["member"],
     }
     if run_dir:
-        with open(os.path.join(run_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
+        write_atomic(os.path.join(run_dir, "summary.json"), strict_json.dumps(summary, indent=1))
     logger.finish(summary)
     return summary

@@ -129,7 +129,7 @@ class PQLTrainer:
         self.env_params = env_params
         # No NormalizeObservation wrapper: the buffer keeps raw observations and the trainer
         # normalizes with the current statistics (see the module docstring).
-        self.env = make_env_stack(env, None, trainer_cfg.num_envs)
+        self.env = make_env_stack(env, None, trainer_cfg.num_envs, trainer_cfg.reset_pool)
         self.normalize_obs = bool(agent_cfg.normalize_obs)
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.agent = make_agent(agent_cfg, self.obs_shape, env.action_space(env_params))

@@ -44,10 +44,11 @@ class TrainState:
     reset: Any = None
 
 
-def make_env_stack(env: Any, agent_cfg: Any, num_envs: int) -> Any:
+def make_env_stack(env: Any, agent_cfg: Any, num_envs: int, reset_pool: int = -1) -> Any:
     """The canonical wrapper stack for training (see ``hordax.envs.wrappers``), shared by
-    every trainer; normalization as the agent config asks (fields absent = off)."""
-    batch_env = VecEnv(LogEpisode(ClipAction(env)), num_envs)
+    every trainer; normalization as the agent config asks (fields absent = off);
+    ``reset_pool`` as ``VecEnv`` takes it (``trainer.reset_pool``: -1 auto, 0 off)."""
+    batch_env = VecEnv(LogEpisode(ClipAction(env)), num_envs, reset_pool=reset_pool)
     if getattr(agent_cfg, "normalize_obs", False):
         batch_env = NormalizeObservation(batch_env)
     if getattr(agent_cfg, "normalize_reward", False):
@@ -110,7 +111,7 @@ class OnPolicyTrainer:
         self.agent_cfg = agent_cfg
         self.resolved = resolved or _resolve_sizes(trainer_cfg)
         self.env_params = env_params
-        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
+        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs, trainer_cfg.reset_pool)
         obs_shape = env.observation_space(env_params).shape
         self.agent = make_agent(
             agent_cfg, obs_shape, env.action_space(env_params), self.resolved.num_updates

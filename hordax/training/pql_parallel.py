@@ -49,7 +49,6 @@ checkpoints and resume; ``mesh`` settings are not used.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -61,6 +60,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hordax import strict_json
 from hordax.training import replay, sharding
 from hordax.training.off_policy import (
     NormalizedPolicy,
@@ -466,6 +466,7 @@ def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -
 
     from hordax.training import run as run_mod
     from hordax.training.logging import make_logger
+    from hordax.training.rundir import write_atomic
 
     run_dir = cfg.run_dir or None
     t_start = time.perf_counter()
@@ -482,7 +483,7 @@ def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -
         last.clear()
         last.update(row)
         if metrics_file:
-            metrics_file.write(json.dumps(row) + "\n")
+            metrics_file.write(strict_json.dumps(row) + "\n")
             metrics_file.flush()
         bad = [k for k in _FINITE_KEYS if k in row and not math.isfinite(row[k])]
         if bad:
@@ -504,8 +505,9 @@ def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -
     if not all(bool(np.all(np.isfinite(x))) for x in jax.tree.leaves(saved["params"])):
         raise run_mod.NonFiniteError("non-finite parameters at the end (parallel mode)")
     if run_dir:
-        with open(os.path.join(run_dir, "params.msgpack"), "wb") as f:
-            f.write(serialization.to_bytes(jax.device_get(saved)))
+        write_atomic(
+            os.path.join(run_dir, "params.msgpack"), serialization.to_bytes(jax.device_get(saved))
+        )
     par_summary = result.summary
     run_s = par_summary["roles_wall_s"]
     summary: dict[str, Any] = {
@@ -527,7 +529,6 @@ def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -
         "parallel": {k: v for k, v in par_summary.items() if k != "mode"},
     }
     if run_dir:
-        with open(os.path.join(run_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
+        write_atomic(os.path.join(run_dir, "summary.json"), strict_json.dumps(summary, indent=1))
     logger.finish(summary)
     return summary

@@ -44,7 +44,7 @@ class PQNTrainer:
             raise NotImplementedError("the PQN trainer supports single-agent envs")
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
-        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs)
+        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs, trainer_cfg.reset_pool)
         self.agent = make_agent(
             agent_cfg,
             env.observation_space(env_params).shape,

@@ -4,7 +4,9 @@ Files in ``run_dir`` (when set): ``config.yaml`` (resolved config, written by th
 ``metrics.jsonl`` (one JSON line per chunk), ``checkpoints/`` (orbax, every
 ``checkpoint.every`` chunks, the newest ``checkpoint.keep`` kept; see
 :mod:`hordax.training.checkpoint`), ``params.msgpack`` (final agent parameters and
-normalizer statistics, flax serialization) and ``summary.json`` (the final line).
+normalizer statistics, flax serialization) and ``summary.json`` (the final line). Files are
+written whole or not at all (:func:`hordax.training.rundir.write_atomic`), so a run killed
+at any moment and resumed ends with the files of an uninterrupted run.
 
 A population (``population.size > 1``) runs every member in one vmapped program; the
 summary lists each member and the best one.
@@ -24,12 +26,14 @@ import jax
 import numpy as np
 from flax import serialization
 
+from hordax import strict_json
 from hordax.training import population as pop
 from hordax.training import sharding
 from hordax.training.checkpoint import Checkpointer
-from hordax.training.config import Resolved, TrainConfig
+from hordax.training.config import LoggerConfig, Resolved, TrainConfig
 from hordax.training.logging import make_logger
 from hordax.training.on_policy import OnPolicyTrainer, TrainState
+from hordax.training.rundir import fault_point, new_run_id, write_atomic
 
 NONFINITE_PREFIX = "nonfinite/"
 
@@ -38,8 +42,9 @@ class NonFiniteError(RuntimeError):
     """Training produced a non-finite loss, gradient or parameter (the NaN guard)."""
 
 
-def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0) -> Any:
-    """The live progress bar on stderr (env steps; off with ``progress=false``)."""
+def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0, enabled: bool = True) -> Any:
+    """The live progress bar on stderr (env steps; off with ``progress=false`` or
+    ``enabled=False``)."""
     from tqdm.auto import tqdm
 
     return tqdm(
@@ -47,7 +52,7 @@ def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0) -> Any:
         initial=initial,
         unit="step",
         unit_scale=True,
-        disable=not cfg.progress,
+        disable=not (cfg.progress and enabled),
         dynamic_ncols=True,
         desc=desc,
     )
@@ -130,16 +135,15 @@ def best_index(returns: list[float]) -> int:
 
 
 def _cfg_dict(cfg: TrainConfig) -> dict:
-    return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+    return json.loads(strict_json.dumps(dataclasses.asdict(cfg), default=str))
 
 
-def member_summaries(
-    cfg: TrainConfig, state: TrainState, row: dict, size: int
-) -> list[dict[str, Any]]:
-    """One dict per population member: seed, hyperparameters, final return, checksum."""
+def member_summaries(cfg: TrainConfig, saved: Any, row: dict, size: int) -> list[dict[str, Any]]:
+    """One dict per population member: seed, hyperparameters, final return, checksum
+    (``saved``: the population's :func:`saved_agent`, on the host)."""
     out = []
     for i in range(size):
-        member = jax.tree.map(lambda x, i=i: x[i], state)
+        member = jax.tree.map(lambda x, i=i: x[i], saved)
         out.append(
             {
                 "member": i,
@@ -147,7 +151,7 @@ def member_summaries(
                 "hparams": {k: v[i] for k, v in cfg.population.hparams.items()},
                 "final_return": row["members"][i].get("episode_return", math.nan),
                 "final_episode_length": row["members"][i].get("episode_length", math.nan),
-                "params_checksum": params_checksum(saved_agent(member)),
+                "params_checksum": params_checksum(member),
             }
         )
     return out
@@ -229,11 +233,18 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
 
     Raises:
         NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
-        CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint.
+        CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint,
+            or a fresh run finds another run's checkpoints in ``run_dir``.
+        KeyboardInterrupt: passed on after the files are closed (the last checkpoint stays).
     """
 
     from hordax.training.mixed import is_mixed
 
+    if jax.process_count() > 1 and cfg.ensemble.enabled:
+        raise ValueError(
+            f"distributed=true over {jax.process_count()} processes: agent=ensemble is not "
+            "supported yet (run it in one process)"
+        )
     if is_mixed(cfg):  # agent=ensemble ensemble.algorithms=[...]: one program, all groups
         from hordax.training.mixed import train_mixed
 
@@ -243,6 +254,7 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
 
         return train_and_log_parallel(cfg, env, env_params, resolved)
     run_dir = cfg.run_dir or None
+    primary = sharding.is_primary()
     size = cfg.population.size
     is_pop = size > 1
     trainer = make_trainer(cfg, env, env_params, resolved)
@@ -255,33 +267,51 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
     # --- fresh start or resume ----------------------------------------------------------
     ckpt = None
     if run_dir and (cfg.checkpoint.every > 0 or cfg.resume):
+        # Every process: orbax writes each process's shards and lets process 0 commit.
         ckpt = Checkpointer(run_dir, keep=cfg.checkpoint.keep)
-    start_chunk = 0
-    if cfg.resume:
-        assert ckpt is not None
-        ckpt.check_compatible(_cfg_dict(cfg), abstract)
-        start_chunk, state = ckpt.restore(abstract, shardings)
-    else:
-        state = progs.init(*progs.init_args)
+    start_chunk, metrics_file = 0, None
+    try:  # the checkpointer is closed on every way out (its threads outlive an error)
+        if cfg.resume:
+            assert ckpt is not None
+            ckpt.check_compatible(_cfg_dict(cfg), abstract)
+            start_chunk, state = ckpt.restore(abstract, shardings)
+        else:
+            if ckpt is not None:
+                # One run id for every process (process 0's); process 0 writes meta.json.
+                run_id = sharding.primary_str(new_run_id())
+                if primary:
+                    ckpt.start(_cfg_dict(cfg), abstract, run_id)
+                else:
+                    ckpt.run_id = run_id
+            state = progs.init(*progs.init_args)
+        # Files, logs and the progress bar: process 0 only (every process computes the same
+        # rows).
+        metrics_file, row = _open_metrics(run_dir if primary else None, start_chunk)
+        fault_point("compile")
+        if start_chunk < resolved.num_chunks:  # a run resumed after its last chunk runs none
+            chunk = chunk.lower(state).compile()
+        compile_s = time.perf_counter() - t_start
+        logger = make_logger(cfg.logger if primary else LoggerConfig(), run_dir, cfg)
+    except BaseException:
+        if metrics_file:
+            metrics_file.close()
         if ckpt is not None:
-            ckpt.write_meta(_cfg_dict(cfg), abstract)
-    chunk = chunk.lower(state).compile()
-    compile_s = time.perf_counter() - t_start
-
-    logger = make_logger(cfg.logger, run_dir, cfg)
-    metrics_file, row = _open_metrics(run_dir, start_chunk)
+            ckpt.close()
+        raise
     steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
     bar = progress_bar(
         cfg,
         resolved,
         f"{cfg.env.id} {cfg.agent.name}" + (f" x{size}" if is_pop else ""),
         initial=start_chunk * steps_per_chunk,
+        enabled=primary,
     )
     t_run = time.perf_counter()
     try:
         for c in range(start_chunk, resolved.num_chunks):
             state, metrics = chunk(state)
-            metrics = jax.device_get(metrics)  # blocks: timings below are real
+            metrics = sharding.to_host(metrics)  # blocks: timings below are real
+            fault_point("chunk")
             elapsed = time.perf_counter() - t_run
             env_steps = (c + 1) * steps_per_chunk
             row = {"chunk": c, "env_steps": env_steps, "wall_s": round(elapsed, 3)}
@@ -296,8 +326,9 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
             else:
                 row.update(summarize_chunk(metrics))
             if metrics_file:
-                metrics_file.write(json.dumps(row) + "\n")
+                metrics_file.write(strict_json.dumps(row) + "\n")
                 metrics_file.flush()
+                fault_point("metrics")
             check_finite(metrics, c * resolved.chunk_updates + 1, is_pop)
             every = cfg.checkpoint.every
             if (
@@ -325,10 +356,9 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
             ckpt.close()
     run_s = time.perf_counter() - t_run
 
-    saved = saved_agent(state)
-    if run_dir:
-        with open(os.path.join(run_dir, "params.msgpack"), "wb") as f:
-            f.write(serialization.to_bytes(jax.device_get(saved)))
+    saved = sharding.to_host(saved_agent(state))
+    if run_dir and primary:
+        write_atomic(os.path.join(run_dir, "params.msgpack"), serialization.to_bytes(saved))
     ran_steps = (resolved.num_chunks - start_chunk) * steps_per_chunk * size
     summary: dict[str, Any] = {
         "env": cfg.env.id,
@@ -343,18 +373,18 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
         "params_checksum": params_checksum(saved),
         "metrics": {k[len("task/") :]: v for k, v in row.items() if k.startswith("task/")},
         "devices": int(mesh.devices.size),
+        "processes": jax.process_count(),
         "resumed_from_chunk": start_chunk if cfg.resume else None,
         "run_dir": run_dir,
     }
     if is_pop:
-        members = member_summaries(cfg, state, row, size)
+        members = member_summaries(cfg, saved, row, size)
         best = members[best_index([m["final_return"] for m in members])]
         summary.update(population_size=size, members=members, best_member=best["member"])
         summary["final_return"] = best["final_return"]
         summary["final_episode_length"] = best["final_episode_length"]
-    if run_dir:
-        with open(os.path.join(run_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
+    if run_dir and primary:
+        write_atomic(os.path.join(run_dir, "summary.json"), strict_json.dumps(summary, indent=1))
     logger.finish(summary)
     return summary
 
@@ -362,14 +392,27 @@ def train_and_log(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolve
 def _open_metrics(run_dir: str | None, start_chunk: int) -> tuple[Any, dict]:
     """``(metrics.jsonl open for appending, last kept row)``; on resume, rows past the
     checkpoint are dropped (a killed run may have logged chunks it never checkpointed), and
-    the last kept row stands for a run resumed after its final chunk."""
+    the last kept row stands for a run resumed after its final chunk. The kept rows are
+    rewritten whole (a kill while rewriting leaves the old file)."""
     if not run_dir:
         return None, {}
     path = os.path.join(run_dir, "metrics.jsonl")
-    rows: list[str] = []
+    kept: list[tuple[str, dict]] = []
     if start_chunk and os.path.isfile(path):
         with open(path) as f:
-            rows = [r for r in f if r.strip() and json.loads(r)["chunk"] < start_chunk]
-    f = open(path, "w")  # noqa: SIM115 (closed by the caller)
-    f.writelines(rows)
-    return f, (json.loads(rows[-1]) if rows else {})
+            kept = [(line, row) for line in f if (row := _parse_row(line)) is not None]
+        kept = [(line, row) for line, row in kept if row["chunk"] < start_chunk]
+    write_atomic(path, "".join(line for line, _ in kept))
+    f = open(path, "a")  # noqa: SIM115 (closed by the caller)
+    return f, (kept[-1][1] if kept else {})
+
+
+def _parse_row(line: str) -> dict | None:
+    """A whole metrics row, or None for a line a kill cut short (never checkpointed)."""
+    if not line.endswith("\n"):
+        return None
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) and isinstance(row.get("chunk"), int) else None

@@ -10,10 +10,17 @@ environment *before* sharding, so results do not depend on the device count.
 On a CPU-only machine XLA exposes one device that runs these programs on about one core;
 :func:`use_all_cpu_cores` (called by the ``hordax`` entry points before jax is imported)
 asks XLA for one host device per core so the env batch is spread over all cores.
+
+Several processes (``jax.distributed.initialize``, JAX's multi-controller runtime): every
+process runs the same program on one mesh that spans the devices of all processes, each
+process holding the same number of them. The host reads results with :func:`to_host`
+(arrays with shards on other processes are gathered) and only :func:`is_primary` (process
+0) writes files.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +46,17 @@ class MeshConfig:
     min_envs_per_device: int = 128
     """With data=-1, use fewer devices rather than give one fewer envs than this (small
     batches run faster on one device: the update's shuffles cost more than they save)."""
+
+
+def validate_mesh(mesh: MeshConfig) -> None:
+    """Host-side checks of a mesh config; ``ValueError`` naming the key (``mesh.<key>``)."""
+    for key, value in (("seed", mesh.seed), ("data", mesh.data)):
+        if not (value == -1 or value >= 1):
+            raise ValueError(f"mesh.{key}={value}: must be -1 (auto) or an integer >= 1")
+    if mesh.min_envs_per_device < 1:
+        raise ValueError(
+            f"mesh.min_envs_per_device={mesh.min_envs_per_device}: must be an integer >= 1"
+        )
 
 
 def use_all_cpu_cores(num_devices: int | None = None) -> None:
@@ -84,27 +102,60 @@ def make_mesh(
 ) -> Any:
     """A ``jax.sharding.Mesh`` with axes ``("seed", "data")``."""
     import jax
-    import numpy as np
     from jax.sharding import Mesh
 
     cfg = cfg or MeshConfig()
     devices = list(devices if devices is not None else jax.devices())
     seed, data = mesh_shape(cfg, len(devices), population)
-    grid = np.array(devices[: seed * data]).reshape(seed, data)
-    return Mesh(grid, (SEED_AXIS, DATA_AXIS))
+    return Mesh(_device_grid(devices, seed, data), (SEED_AXIS, DATA_AXIS))
+
+
+def _num_processes(devices: Any) -> int:
+    return len({d.process_index for d in devices})
+
+
+def _device_grid(devices: list, seed: int, data: int) -> Any:
+    """``[seed, data]`` array of devices: the first ``seed * data`` of one process, or with
+    several processes the same number of each (process-major, the first ones of each), so
+    that every process holds a part of the mesh (a process outside it could not take part
+    in the run's programs)."""
+    import numpy as np
+
+    n = seed * data
+    procs = sorted({d.process_index for d in devices})
+    if len(procs) == 1:
+        return np.array(devices[:n]).reshape(seed, data)
+    by_proc = [[d for d in devices if d.process_index == p] for p in procs]
+    if n % len(procs) or n // len(procs) > min(len(b) for b in by_proc):
+        raise ValueError(
+            f"mesh.seed * mesh.data = {seed} * {data}: a run over {len(procs)} processes needs "
+            f"a multiple of {len(procs)} devices, at most {min(len(b) for b in by_proc)} from "
+            "each process (every process holds the same number of the mesh's devices)"
+        )
+    return np.array([d for b in by_proc for d in b[: n // len(procs)]]).reshape(seed, data)
 
 
 def fit_data_axis(mesh: Any, num_envs: int, min_envs_per_device: int = 1) -> Any:
     """The largest mesh (same seed axis) whose data axis divides ``num_envs`` and gives each
-    device at least ``min_envs_per_device`` envs (at least one device)."""
+    device at least ``min_envs_per_device`` envs; failing that the smallest such data axis
+    (one device, or with several processes the fewest that keep every process in)."""
     from jax.sharding import Mesh
 
-    data = mesh.shape[DATA_AXIS]
-    while data > 1 and (num_envs % data or num_envs // data < min_envs_per_device):
-        data -= 1
-    if data == mesh.shape[DATA_AXIS]:
+    seed, full = mesh.shape[SEED_AXIS], mesh.shape[DATA_AXIS]
+    procs = _num_processes(mesh.devices.flat)
+    fits = [d for d in range(full, 0, -1) if not num_envs % d and not (seed * d) % procs]
+    if not fits:
+        raise ValueError(
+            f"trainer.num_envs={num_envs}: a run over {procs} processes splits the env batch "
+            f"over a multiple of {procs // math.gcd(seed, procs)} devices (at most {full}); "
+            "none of them divides num_envs"
+        )
+    data = next((d for d in fits if num_envs // d >= min_envs_per_device), fits[-1])
+    if data == full:
         return mesh
-    return Mesh(mesh.devices[:, :data], (SEED_AXIS, DATA_AXIS))
+    if procs == 1:
+        return Mesh(mesh.devices[:, :data], (SEED_AXIS, DATA_AXIS))
+    return Mesh(_device_grid(list(mesh.devices.flat), seed, data), (SEED_AXIS, DATA_AXIS))
 
 
 def train_mesh(cfg: MeshConfig, num_envs: int, population: int = 1) -> Any:
@@ -183,3 +234,46 @@ def pql_role_devices(devices: list | None = None) -> tuple[Any, Any, Any]:
     if len(devices) == 2:
         return devices[0], devices[1], devices[1]
     return devices[0], devices[0], devices[0]
+
+
+def is_primary() -> bool:
+    """Whether this is process 0, the one that writes files and logs (always true in a
+    single-process run)."""
+    import jax
+
+    return jax.process_index() == 0
+
+
+def to_host(tree: Any) -> Any:
+    """NumPy copy of a pytree of arrays, the same on every process.
+
+    Arrays with shards on other processes are gathered
+    (``multihost_utils.process_allgather``, a collective: every process must call this at
+    the same point); the others are plain ``jax.device_get``.
+    """
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    def get(x: Any) -> Any:
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return np.asarray(jax.device_get(x))
+
+    return jax.tree.map(get, tree)
+
+
+def primary_str(value: str) -> str:
+    """Process 0's ``value`` on every process (e.g. its run directory: each process's hydra
+    may name its own timestamp); a collective, as in :func:`to_host`."""
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    if jax.process_count() == 1:
+        return value
+    raw = value.encode()[:4096]  # PATH_MAX on Linux
+    buf = np.zeros(4097, np.uint8)  # NUL-terminated (a path holds no NUL)
+    buf[: len(raw)] = np.frombuffer(raw, np.uint8)
+    out = multihost_utils.broadcast_one_to_all(buf)
+    return bytes(np.asarray(out, np.uint8)).split(b"\0", 1)[0].decode()

@@ -56,6 +56,7 @@ def _write_run(
     size: int | None = None,
     kwargs: dict | None = None,
     periods_per_year: float = 252.0,
+    params: dict | None = None,
 ):
     """A run dir as ``hordax train agent=ensemble`` leaves it, with constant-action members."""
     os.makedirs(run_dir, exist_ok=True)
@@ -64,6 +65,7 @@ def _write_run(
     if env_id == "StockTrading-v0":
         cfg.env.kwargs = {"data": "stocks"}
     cfg.env.kwargs = {**cfg.env.kwargs, **(kwargs or {})}
+    cfg.env.params = dict(params or {})
     cfg.ensemble.periods_per_year = periods_per_year
     cfg.agent.network.hidden_sizes = [8]
     cfg.population.size = size or len(outputs)
@@ -126,6 +128,7 @@ def test_backtest__writes_table_curves_and_plot(stock):
     with open(os.path.join(d, "metrics.md")) as f:
         md = f.read()
     assert md.count("\n") == len(names) + 2 and "| member_1 |" in md
+    assert "| validation Sharpe (members) |" in md
 
 
 def test_backtest__numbers_agree_with_independent_computations(stock):
@@ -158,11 +161,57 @@ def test_backtest__numbers_agree_with_independent_computations(stock):
         ref = performance(curve, 252)
         for key, value in ref.items():
             assert rows[name][key] == pytest.approx(value, rel=1e-4, abs=1e-6), (name, key)
-    # Weights are the positive-clipped validation Sharpes of the members.
+    # Weights are the positive-clipped validation Sharpes of the members; the ensemble rows
+    # have none (fitted on that episode, it would be in-sample), nor the baselines.
     sharpe = [rows["member_0"]["validation_sharpe"], rows["member_1"]["validation_sharpe"]]
+    assert all(np.isfinite(sharpe))
+    for name in ("ensemble_average", "rolling_selection", "buy_and_hold", "cash"):
+        assert np.isnan(rows[name]["validation_sharpe"]), name
     np.testing.assert_allclose(out["weights"], np.asarray(E.member_weights(sharpe)), rtol=1e-6)
     assert out["rolling_choices"][0] == [0, out["initial_member"]]
     assert all(s % 21 == 0 for s, _ in out["rolling_choices"])  # changes only at windows
+
+
+def _equity(out: dict) -> dict[str, np.ndarray]:
+    with open(os.path.join(out["out_dir"], "equity.csv")) as f:
+        eq = list(csv.DictReader(f))
+    return {k: np.array([float(r[k]) for r in eq]) for k in eq[0] if k != "step"}
+
+
+def test_backtest__training_time_limit_does_not_cut_the_split(tmp_path, stock):
+    """A run trained with ``env.params.max_steps_in_episode=63`` is backtested over the
+    whole test split, exactly as the same members without that limit: same steps, curves
+    and table (it used to trade 63 steps, then score a flat curve annualized over the
+    whole split), and its validation weights come from the whole validation split too."""
+    _, ref = stock
+    run_dir = str(tmp_path / "limited")
+    _write_run(
+        run_dir, "StockTrading-v0", [[-1.0] * 4, [1.0] * 4], params={"max_steps_in_episode": 63}
+    )
+    out = run_backtest(BacktestConfig(run_dir=run_dir, split="test"))
+    assert out["steps"] == ref["steps"] > 63
+    curves, want = _equity(out), _equity(ref)
+    assert list(curves) == list(want)
+    for name in curves:
+        np.testing.assert_array_equal(curves[name], want[name], err_msg=name)
+    assert out["weights"] == ref["weights"] and out["rows"] == ref["rows"]
+    # the always-buy member's value still moves on the split's last days
+    assert np.count_nonzero(np.diff(curves["member_1"][-20:])) == 19
+
+
+def test_backtest__refuses_a_run_cut_short(monkeypatch, stock):
+    """An episode that ends before the split's last row (here: the old split_env that left
+    the run's time limit in place) is an error naming the run, not a flat, diluted curve."""
+    run_dir, _ = stock
+    split_env = E.split_env
+
+    def limited(env_id, kwargs, params, split):
+        env, env_params, steps = split_env(env_id, kwargs, params, split)
+        return env, env_params.replace(max_steps_in_episode=63), steps
+
+    monkeypatch.setattr(E, "split_env", limited)
+    with pytest.raises(ValueError, match=r"run 'member_0' stopped after 63 of \d+ steps"):
+        run_backtest(BacktestConfig(run_dir=run_dir, split="test", out_dir="/nonexistent"))
 
 
 def test_backtest__crypto_equity_from_pnl(tmp_path):
@@ -269,6 +318,8 @@ def test_ensemble_summary__cartpole_fresh_episodes(tmp_path):
     # Members 0 and 2 are identical, so the vote plays them: same validation return.
     assert runs["member_0"]["validation_return"] == runs["member_2"]["validation_return"]
     assert runs["ensemble_vote"]["validation_return"] == runs["member_0"]["validation_return"]
+    assert runs["ensemble_vote"]["in_sample"] and runs["rolling_selection"]["in_sample"]
+    assert "in_sample" not in runs["member_0"]
     assert sum(runs[f"member_{i}"]["weight"] for i in range(3)) == pytest.approx(1.0)
     with open(os.path.join(run_dir, "summary.json")) as f:
         assert json.load(f)["ensemble"]["runs"] == json.loads(json.dumps(runs))
@@ -305,3 +356,107 @@ def test_min_variance_weights__diagonal_and_against_scipy():
     assert w @ cov @ w <= ref.fun * (1 + 1e-6)
     p = project_simplex(np.array([0.5, 2.0, -1.0]))
     np.testing.assert_allclose(p, [0.0, 1.0, 0.0])
+
+
+def _train_population(run_dir: str, agent_cfg, env_id: str, kwargs: dict) -> None:
+    """A tiny real population run of ``agent_cfg`` (2 members), as ``hordax train`` leaves it
+    (``config.yaml`` and ``params.msgpack``), trained with a 63-step time limit."""
+    from hordax.training.config import OnPolicyTrainerConfig, validate
+    from hordax.training.population import PopulationConfig
+    from hordax.training.run import train_and_log
+
+    cfg = TrainConfig(
+        agent=agent_cfg,
+        trainer=OnPolicyTrainerConfig(
+            num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=1
+        ),
+        population=PopulationConfig(size=2),
+    )
+    cfg.env.id, cfg.env.kwargs = env_id, kwargs
+    cfg.env.params = {"max_steps_in_episode": 63}
+    cfg.ensemble.periods_per_year = 252.0
+    cfg.run_dir, cfg.progress = run_dir, False
+    os.makedirs(run_dir, exist_ok=True)
+    resolved = validate(cfg)
+    env, params = hordax.make(env_id, params=dict(cfg.env.params), **kwargs)
+    train_and_log(cfg, env, params, resolved)
+    with open(os.path.join(run_dir, "config.yaml"), "w") as f:
+        f.write(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
+
+def _greedy_reference(run_dir: str, env_id: str, kwargs: dict, algo: str, member: int):
+    """``f64[T + 1]`` equity of one member over the whole test split, stepped here in a
+    Python loop: the member's own network straight from ``params.msgpack`` (PQN: argmax of
+    its Q-network; PQL: its tanh actor rescaled to the action box), observations normalized
+    with its saved statistics as the NormalizeObservation wrapper does."""
+    with open(os.path.join(run_dir, "params.msgpack"), "rb") as f:
+        saved = serialization.msgpack_restore(f.read())
+    params = jax.tree.map(lambda x: x[member], saved["params"])
+    stats = (saved.get("normalizer") or {}).get("obs_stats")
+    env, env_params = hordax.make(
+        env_id, split="test", random_start=False, max_steps_in_episode=10**7, **kwargs
+    )
+    shape, space = env.observation_space(env_params).shape, env.action_space(env_params)
+    if algo == "pqn":
+        from hordax.agents.pqn import PQNConfig
+        from hordax.agents.pqn import make_agent as make_pqn
+        from hordax.agents.pqn.config import QNetworkConfig
+
+        net = make_pqn(PQNConfig(network=QNetworkConfig(hidden_sizes=[16])), shape, space, 1).q
+        policy = lambda o: jnp.argmax(net.apply(params, o[None])[0])  # noqa: E731
+    else:
+        from hordax.agents.pql import PQLConfig
+        from hordax.agents.pql import make_agent as make_pql
+
+        agent = make_pql(PQLConfig(hidden_sizes=[16]), shape, space)
+        policy = lambda o: agent.to_env(agent.actor.apply(params["actor"], o[None]))[0]  # noqa: E731
+
+    def act(o):
+        if stats is not None:
+            o = jnp.clip(
+                (o - stats["mean"][member]) / jnp.sqrt(stats["var"][member] + 1e-8), -10, 10
+            )
+        return policy(o)
+
+    act, step = jax.jit(act), jax.jit(env.step_env)
+    obs, state = env.reset_env(jax.random.key(0), env_params)
+    curve, done = [1.0], False
+    while not done:
+        obs, state, _, done, info = step(jax.random.key(0), state, act(obs), env_params)
+        curve.append(1.0 + float(info["metrics"]["return"]))
+    return np.asarray(curve)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "algo,env_id,kwargs",
+    [
+        ("pqn", "CryptoTrading-v0", {"data": "btc_usd_1d"}),
+        ("pql", "StockTrading-v0", {"data": "stocks"}),
+    ],
+)
+def test_backtest__pqn_and_pql_populations(tmp_path, algo, env_id, kwargs):
+    """``hordax backtest`` of an ``agent=pqn`` / ``agent=pql`` population (it used to build
+    a PPO agent and crash): every member's equity curve over the test split equals that
+    member's greedy policy stepped independently, and the table names the algorithm."""
+    from hordax.agents.pql import PQLConfig
+    from hordax.agents.pqn import PQNConfig
+    from hordax.agents.pqn.config import QNetworkConfig
+
+    if algo == "pqn":
+        acfg = PQNConfig(
+            network=QNetworkConfig(hidden_sizes=[16]), num_minibatches=2, normalize_obs=True
+        )
+    else:
+        acfg = PQLConfig(hidden_sizes=[16], batch_size=16, buffer_size=64, beta_av=1.0)
+    run_dir = str(tmp_path / algo)
+    _train_population(run_dir, acfg, env_id, kwargs)
+    out = run_backtest(BacktestConfig(run_dir=run_dir, split="test"))
+    rows = {r["run"]: r for r in out["rows"]}
+    assert [rows[f"member_{i}"]["algorithm"] for i in range(2)] == [algo, algo]
+    curves = _equity(out)
+    for i in range(2):
+        want = _greedy_reference(run_dir, env_id, kwargs, algo, i)
+        assert len(want) == out["steps"] + 1
+        np.testing.assert_allclose(curves[f"member_{i}"], want, rtol=0, atol=1e-6)
+    assert np.isfinite(rows["rolling_selection"]["sharpe"])

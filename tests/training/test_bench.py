@@ -74,6 +74,7 @@ def test_bench__train_mode_counts_whole_updates(tmp_path):
     [
         ("mode", "fast", "mode=fast: allowed values are ['random', 'train']"),
         ("num_envs", 0, "num_envs=0: must be an integer >= 1"),
+        ("reset_pool", -3, "reset_pool=-3: must be -1 (auto), 0 (off: in-step reset of every"),
         ("num_minibatches", 3, "num_minibatches=3: must divide num_envs * rollout_length"),
     ],
 )

@@ -1,17 +1,25 @@
-"""Checkpoint/resume and the NaN guard.
+"""Checkpoint/resume, the run directory's safety, and the NaN guard.
 
-- ``hordax train`` SIGKILLed after its first checkpoint and resumed with ``resume=DIR`` ends
-  with the params_checksum of an uninterrupted run (bit-exact);
-- a half-written checkpoint (what a kill during a write leaves) is skipped; a corrupt,
-  missing or incompatible one gives a one-line error naming what is wrong;
+- fault injection: a run SIGKILLed at every phase (writing its first files, before compile,
+  mid-chunk, mid-checkpoint-write, while rewriting metrics on resume, while writing the
+  final files), interrupted once with SIGINT (Ctrl-C: exit 130, one line, no traceback) and
+  resumed each time ends with the params, summary and metrics rows of an uninterrupted run,
+  and after every interruption no file of the run is lost or half-written;
+- a fresh run refuses a directory that holds a run (nothing of it is touched);
+  ``overwrite=true`` replaces it without mixing; resume then continues the new run;
+- resume falls back past corrupt checkpoints and checkpoints of another run (one stderr
+  line each), and damage everywhere gives one error line; an incompatible config (network,
+  chunking) is named; a run with no checkpoint yet says so;
 - a non-finite loss stops the run naming the quantity and the update, and the last good
   checkpoint stays loadable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,11 +30,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+import yaml
+from flax import serialization
 
-import hordax
 from hordax.agents.ppo import PPOConfig
 from hordax.envs.debug.point_mass import PointMass
-from hordax.training.checkpoint import Checkpointer, CheckpointError
+from hordax.training.checkpoint import Checkpointer, CheckpointError, NoCheckpointError
 from hordax.training.config import (
     CheckpointConfig,
     OnPolicyTrainerConfig,
@@ -36,9 +45,9 @@ from hordax.training.config import (
 from hordax.training.on_policy import OnPolicyTrainer
 from hordax.training.run import NonFiniteError, make_programs, train_and_log
 
-# 16 chunks of one update each (a checkpoint after every one, ~0.15 s each): long enough to
-# be killed mid-run (the kill follows the first checkpoint within a poll of 20 ms), short to
-# finish.
+# 16 chunks of one update each with a checkpoint after every one (~0.15 s each): long
+# enough to be interrupted mid-run, short to finish. A small network keeps compiles short
+# (every process compiles its own program).
 N = 16
 RUN = [
     "env=Debug-PointMass-v0",
@@ -47,33 +56,45 @@ RUN = [
     f"trainer.total_env_steps={8 * 32 * N}",
     f"trainer.num_chunks={N}",
     "agent.num_minibatches=2",
+    "agent.num_epochs=1",
+    "agent.network.hidden_sizes=[16]",
     "agent.normalize_obs=true",
     "agent.normalize_reward=true",
     "checkpoint.every=1",
-    "checkpoint.keep=2",
+    "checkpoint.keep=3",
     "progress=false",
 ]
+#: Row fields that are timings (they differ between any two runs).
+TIMING = ("wall_s", "sps")
 
 
-def _env():
+def _env(fault: str | None = None):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("XLA_FLAGS", None)  # the CLI's own device setup, as a user gets it
+    env.pop("HORDAX_FAULT_AT", None)
+    if fault:
+        env["HORDAX_FAULT_AT"] = fault
     return env
 
 
-def _cli(args, cwd, check=True, timeout=400):
+def _cmd(args):
+    return [sys.executable, "-m", "hordax.training.cli", "train", *args]
+
+
+def _cli(args, cwd, check=True, timeout=400, fault=None):
     proc = subprocess.run(
-        [sys.executable, "-m", "hordax.training.cli", "train", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_env(),
+        _cmd(args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env(fault)
     )
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
     return proc
+
+
+def _killed(args, cwd, fault):
+    """Run until the fault hook SIGKILLs the process at ``fault``."""
+    proc = _cli(args, cwd, check=False, fault=fault)
+    assert proc.returncode == -signal.SIGKILL, (fault, proc.returncode, proc.stderr[-2000:])
 
 
 def _committed_steps(run_dir: Path) -> list[int]:
@@ -83,87 +104,284 @@ def _committed_steps(run_dir: Path) -> list[int]:
     return sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit())
 
 
+def _rows(run_dir: Path) -> list[dict]:
+    """metrics.jsonl rows; every line must be whole JSON."""
+    text = (run_dir / "metrics.jsonl").read_text()
+    assert text == "" or text.endswith("\n"), "a half-written metrics line"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _untimed(rows):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+class RunFiles:
+    """What must hold after any interruption: every file of the run that exists is whole,
+    and nothing the run had written (a file, a checkpoint, a metrics row) is lost."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir, self.kept, self.newest = run_dir, set(), 0
+
+    def check(self):
+        d = self.run_dir
+        for name in ("overrides.json", "summary.json", "checkpoints/meta.json"):
+            if (d / name).exists():
+                json.loads((d / name).read_text())
+        if (d / "config.yaml").exists():
+            assert isinstance(yaml.safe_load((d / "config.yaml").read_text()), dict)
+        if (d / "params.msgpack").exists():
+            serialization.msgpack_restore((d / "params.msgpack").read_bytes())
+        rows = _rows(d) if (d / "metrics.jsonl").exists() else []
+        assert [r["chunk"] for r in rows] == list(range(len(rows))), "rows lost or repeated"
+        steps = _committed_steps(d)
+        newest = max(steps, default=0)
+        assert newest >= self.newest, f"checkpoint {self.newest} was lost"
+        assert len(rows) >= newest, "a checkpointed chunk has no metrics row"
+        present = {
+            n for n in ("config.yaml", "overrides.json", "params.msgpack") if (d / n).exists()
+        }
+        assert self.kept <= present, f"lost {self.kept - present}"
+        self.kept, self.newest = present, newest
+        return newest
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("full")
     return _cli([*RUN, f"hydra.run.dir={cwd / 'run'}"], cwd)
 
 
-def test_resume__after_sigkill_gives_the_uninterrupted_checksum(uninterrupted, tmp_path):
-    """Kill -9 right after the first checkpoint, resume=DIR, same final params bit for bit."""
-    run_dir = tmp_path / "run"
+def _sigint_after_next_checkpoint(args, cwd, run_dir: Path, after: int):
+    """Start ``args``, send SIGINT (Ctrl-C) once a checkpoint newer than ``after`` exists."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hordax.training.cli", "train", *RUN, f"hydra.run.dir={run_dir}"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=_env(),
+        _cmd(args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
     )
     deadline = time.monotonic() + 300
-    while not _committed_steps(run_dir) and proc.poll() is None and time.monotonic() < deadline:
+    while max(_committed_steps(run_dir), default=0) <= after and proc.poll() is None:
+        assert time.monotonic() < deadline
         time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    assert not (run_dir / "summary.json").exists()
-    killed_at = max(_committed_steps(run_dir))
-    assert 1 <= killed_at < N
-
-    resumed = _cli([f"resume={run_dir}"], tmp_path)
-    assert resumed["resumed_from_chunk"] >= killed_at
-    assert resumed["params_checksum"] == uninterrupted["params_checksum"]
-    assert resumed["final_return"] == pytest.approx(uninterrupted["final_return"])
-    rows = [json.loads(r) for r in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [r["chunk"] for r in rows] == list(range(N))
-    # keep=2: only the two newest checkpoints are left.
-    assert _committed_steps(run_dir) == [N - 1, N]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
 
 
-def test_resume__skips_a_half_written_checkpoint_and_reports_damage(uninterrupted, tmp_path):
-    """A checkpoint folder without orbax's commit marker is ignored; a damaged committed one
-    gives one 'corrupt or unreadable' line; a missing run dir is named."""
-    src = Path(uninterrupted["run_dir"])
+@pytest.mark.timeout(900)
+def test_fault_injection__killed_at_every_phase_and_resumed_ends_as_uninterrupted(
+    uninterrupted, tmp_path
+):
+    """SIGKILL at each phase of a run (HORDAX_FAULT_AT) and one Ctrl-C, then what a user
+    would do next (resume, or start again where there is no checkpoint yet); the run ends
+    with the uninterrupted run's parameters (bit for bit), summary, metrics rows and files."""
     run_dir = tmp_path / "run"
-    shutil.copytree(src, run_dir)
-    ckpts = run_dir / "checkpoints"
-    shutil.rmtree(ckpts / str(N))
-    # What a kill during the write of checkpoint N leaves: orbax's temporary folder.
-    tmp = ckpts / f"{N}.orbax-checkpoint-tmp-1"
-    shutil.copytree(ckpts / str(N - 1), tmp)
-    (tmp / "commit_success.txt").unlink(missing_ok=True)
-    resumed = _cli([f"resume={run_dir}"], tmp_path)
-    assert resumed["resumed_from_chunk"] == N - 1
-    assert resumed["params_checksum"] == uninterrupted["params_checksum"]
+    fresh = [*RUN, f"hydra.run.dir={run_dir}"]
+    resume = [f"resume={run_dir}"]
+    files = RunFiles(run_dir)
 
-    for f in (ckpts / str(N)).rglob("*"):
-        if f.is_file() and f.stat().st_size > 64 and f.suffix != ".json":
-            f.write_bytes(b"\0garbage" * 8)
+    # Killed while writing overrides.json: config.yaml is whole, overrides.json absent.
+    _killed(fresh, tmp_path, "write:overrides.json")
+    files.check()
+    assert not (run_dir / "overrides.json").exists()
+    proc = _cli(resume, tmp_path, check=False)
+    assert proc.returncode == 2 and "no hordax run there" in proc.stderr, proc.stderr
+
+    # Started again over it; killed before compiling (meta.json written, no checkpoint).
+    _killed([*fresh, "overwrite=true"], tmp_path, "compile")
+    files = RunFiles(run_dir)  # overwrite=true replaced the first attempt's files
+    files.check()
+    proc = _cli(resume, tmp_path, check=False)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and len(err.splitlines()) == 1, err
+    assert f"resume: {run_dir} has no checkpoint yet" in err, err
+    restart = shlex.split(err.split("start it again with: ", 1)[1])
+    assert restart[:2] == ["hordax", "train"] and "overwrite=true" in restart, restart
+
+    # The suggested command, killed mid-write of its third checkpoint (orbax writes it
+    # to a temporary folder, renamed when complete).
+    _killed(restart[2:], tmp_path, "checkpoint:3")
+    assert files.check() == 2
+    # Killed after logging the second chunk it ran, before checkpointing it.
+    _killed(resume, tmp_path, "metrics:2")
+    assert files.check() == 3 and len(_rows(run_dir)) == 4
+    # Killed while rewriting metrics.jsonl without the row past the checkpoint.
+    _killed(resume, tmp_path, "write:metrics.jsonl")
+    assert files.check() == 3 and len(_rows(run_dir)) == 4
+    # Ctrl-C: a clean stop with one line saying how to continue, exit 130.
+    code, _, err = _sigint_after_next_checkpoint(resume, tmp_path, run_dir, after=4)
+    last = files.check()
+    assert code == 130 and "Traceback" not in err, err[-3000:]
+    assert err.strip().splitlines() == [
+        f"hordax: interrupted: last checkpoint after chunk {last}; continue with: "
+        f"hordax train resume={run_dir}"
+    ], err
+    # Killed mid-chunk (computed, not yet logged).
+    _killed(resume, tmp_path, "chunk:2")
+    files.check()
+    # Killed while writing the final files, each in turn.
+    _killed(resume, tmp_path, "write:params.msgpack")
+    assert files.check() == N and not (run_dir / "params.msgpack").exists()
+    _killed(resume, tmp_path, "write:summary.json")
+    assert files.check() == N and not (run_dir / "summary.json").exists()
+
+    final = _cli(resume, tmp_path)
+    files.check()
+    full_dir = Path(uninterrupted["run_dir"])
+    assert final["resumed_from_chunk"] == N and final["env_steps"] == uninterrupted["env_steps"]
+    assert final["params_checksum"] == uninterrupted["params_checksum"]
+    assert final["final_return"] == uninterrupted["final_return"]
+    assert json.loads((run_dir / "summary.json").read_text()) == final
+    assert (run_dir / "params.msgpack").read_bytes() == (full_dir / "params.msgpack").read_bytes()
+    assert _untimed(_rows(run_dir)) == _untimed(_rows(full_dir))
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(p.name for p in full_dir.iterdir())
+    assert not list(run_dir.rglob("*.tmp*")), "a temporary file was left behind"
+    assert _committed_steps(run_dir) == [N - 2, N - 1, N]
+
+
+def _digest(run_dir: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.timeout(900)
+def test_run_dir__reuse_is_refused_overwrite_replaces_and_resume_never_mixes(
+    uninterrupted, tmp_path
+):
+    """Issue #18 item 1: a second fresh run in a directory holding a run is refused (the
+    first run untouched, its .hydra included); with overwrite=true it replaces the first
+    run wholly; resume then continues the second run, not the first."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted["run_dir"], run_dir)
+    before = _digest(run_dir)
+    first_id = json.loads((run_dir / "checkpoints" / "meta.json").read_text())["run_id"]
+    second = [
+        *[a for a in RUN if not a.startswith(("trainer.total_env_steps", "trainer.num_chunks"))],
+        f"trainer.total_env_steps={8 * 32 * 4}",
+        "trainer.num_chunks=4",
+        f"hydra.run.dir={run_dir}",
+    ]
+    proc = _cli(second, tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"hordax: error: hydra.run.dir={run_dir}: already holds a run (checkpoints, "
+        "config.yaml, metrics.jsonl, overrides.json, params.msgpack, summary.json); pass "
+        "overwrite=true to replace it, choose a new directory, or continue it with "
+        f"resume={run_dir}"
+    ]
+    assert _digest(run_dir) == before, "a refused run must not touch the directory"
+
+    replaced = _cli([*second, "overwrite=true"], tmp_path)
+    assert replaced["env_steps"] == 8 * 32 * 4
+    assert [r["chunk"] for r in _rows(run_dir)] == [0, 1, 2, 3]
+    assert _committed_steps(run_dir) == [2, 3, 4]
+    meta = json.loads((run_dir / "checkpoints" / "meta.json").read_text())
+    assert meta["run_id"] != first_id and meta["config"]["trainer.num_chunks"] == 4
+    for step in (2, 3, 4):
+        stored = json.loads(
+            (run_dir / "checkpoints" / str(step) / "_CHECKPOINT_METADATA").read_text()
+        )
+        assert stored["custom_metadata"]["run_id"] == meta["run_id"]
+    assert json.loads((run_dir / "summary.json").read_text()) == replaced
+    assert "trainer.num_chunks=4" in json.loads((run_dir / "overrides.json").read_text())
+
+    resumed = _cli([f"resume={run_dir}"], tmp_path)
+    assert resumed["resumed_from_chunk"] == 4 and resumed["env_steps"] == 8 * 32 * 4
+    assert resumed["params_checksum"] == replaced["params_checksum"]
+    assert resumed["sps"] == 0.0  # nothing left to run (no negative rates)
+
+
+def _set_run_id(step_dir: Path, run_id: str) -> None:
+    path = step_dir / "_CHECKPOINT_METADATA"
+    meta = json.loads(path.read_text())
+    meta["custom_metadata"] = {"run_id": run_id}
+    path.write_text(json.dumps(meta))
+
+
+def _cut_to_half(step_dir: Path) -> None:
+    """What a disk-full or a copy cut short leaves: every array data file at half size."""
+    for f in step_dir.rglob("*"):
+        if f.is_file() and f.parent.name == "d":
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+@pytest.mark.timeout(900)
+def test_resume__falls_back_past_corrupt_and_foreign_checkpoints(uninterrupted, tmp_path):
+    """Checkpoint N cut to half size and N-1 of another run: resume says so (one stderr line
+    each, no traceback), continues from N-2 and ends bit-exact; all three damaged: one error
+    line, exit 2."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted["run_dir"], run_dir)
+    ckpts = run_dir / "checkpoints"
+    _cut_to_half(ckpts / str(N))
+    _set_run_id(ckpts / str(N - 1), "0123456789abcdef")
+    proc = _cli([f"resume={run_dir}"], tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert lines[0].startswith(f"hordax: warning: resume: skipped checkpoint {ckpts / str(N)}: ")
+    assert "it is corrupt or unreadable: " in lines[0]
+    assert lines[1].startswith(
+        f"hordax: warning: resume: skipped checkpoint {ckpts / str(N - 1)}: it belongs to "
+        "another run (run id 0123456789abcdef, this run is "
+    )
+    assert all(
+        line.endswith(f"continuing from checkpoint {N - 2} (the skipped one is removed)")
+        for line in lines
+    )
+    assert resumed["resumed_from_chunk"] == N - 2
+    assert resumed["params_checksum"] == uninterrupted["params_checksum"]
+    assert _untimed(_rows(run_dir)) == _untimed(_rows(Path(uninterrupted["run_dir"])))
+    assert _committed_steps(run_dir) == [N - 2, N - 1, N]  # rewritten by this run
+
+    for step in (N - 2, N - 1, N):
+        _cut_to_half(ckpts / str(step))
     proc = _cli([f"resume={run_dir}"], tmp_path, check=False)
     err = proc.stderr.strip()
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert err.startswith("hordax: error: resume: checkpoint ") and f"{N} is corrupt" in err, err
-    assert len(err.splitlines()) == 1
-
-    proc = _cli([f"resume={tmp_path / 'nope'}"], tmp_path, check=False)
-    assert proc.returncode == 2 and "no hordax run there" in proc.stderr
+    assert proc.returncode == 2 and len(err.splitlines()) == 1, err[-3000:]
+    assert err.startswith(f"hordax: error: resume: no intact checkpoint in {ckpts}: ")
+    assert all(f"checkpoint {s} is corrupt or unreadable" in err for s in (N - 2, N - 1, N))
 
 
+@pytest.mark.timeout(900)
 def test_resume__incompatible_config_names_the_difference(uninterrupted):
-    """Another network width or env batch is refused, naming key and both values."""
+    """Another network width or another chunking is refused, naming key and both values."""
     run_dir = Path(uninterrupted["run_dir"])
     config = (run_dir / "config.yaml").read_text()
-    proc = _cli(
-        [f"resume={run_dir}", "agent.network.hidden_sizes=[32,32]"], run_dir.parent, check=False
-    )
-    assert proc.returncode == 2
-    assert "agent.network.hidden_sizes=[64, 64] in the checkpoint, [32, 32] now" in proc.stderr
-    assert _committed_steps(run_dir) == [N - 1, N], "a refused resume must not touch the run"
+    for override, named in [
+        ("agent.network.hidden_sizes=[32,32]", "agent.network.hidden_sizes=[16] in the "
+         "checkpoint, [32, 32] now"),
+        ("trainer.num_chunks=4", f"trainer.num_chunks={N} in the checkpoint, 4 now"),
+    ]:  # fmt: skip
+        proc = _cli([f"resume={run_dir}", override], run_dir.parent, check=False)
+        assert proc.returncode == 2 and named in proc.stderr, proc.stderr[-2000:]
+    assert _committed_steps(run_dir) == [N - 2, N - 1, N], "a refused resume must not touch the run"
     assert (run_dir / "config.yaml").read_text() == config
     # Resuming a run whose last chunk is checkpointed reports that run's result.
     again = _cli([f"resume={run_dir}"], run_dir.parent)
     assert again["resumed_from_chunk"] == N
     assert again["params_checksum"] == uninterrupted["params_checksum"]
     assert again["final_return"] == pytest.approx(uninterrupted["final_return"])
+
+
+@pytest.mark.timeout(120)
+def test_resume__corrupt_overrides_json_is_one_line(tmp_path, capsys):
+    """Issue #18 item 4: a corrupt overrides.json is named in one line, exit 2."""
+    from hordax.training.cli import resume_overrides
+
+    (tmp_path / "overrides.json").write_text('["env=CartPole-v1", ')
+    with pytest.raises(SystemExit) as exc:
+        resume_overrides([f"resume={tmp_path}"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(
+        f"hordax: error: resume={tmp_path}: {tmp_path / 'overrides.json'} is unreadable"
+    )
+    (tmp_path / "overrides.json").write_text('{"env": 1}')
+    with pytest.raises(SystemExit):
+        resume_overrides([f"resume={tmp_path}"])
+    assert "is not a JSON list of override strings" in capsys.readouterr().err
 
 
 class NaNAtTime40(PointMass):
@@ -174,6 +392,7 @@ class NaNAtTime40(PointMass):
         return obs, state, jnp.where(state.time == 40, jnp.nan, reward), terminated, info
 
 
+@pytest.mark.timeout(600)
 def test_nan_guard__stops_naming_quantity_and_update_keeps_last_checkpoint(tmp_path):
     """Rollouts of 16 steps: step 40 falls in update 3, so the guard names update 3 and the
     checkpoint after update 2 is the newest, and it restores."""
@@ -205,10 +424,17 @@ def test_nan_guard__stops_naming_quantity_and_update_keeps_last_checkpoint(tmp_p
     ckpt.close()
 
 
-def test_checkpoint__missing_meta_is_a_clear_error(tmp_path):
-    """A folder that is not a hordax checkpoint is named as such."""
-    env, params = hordax.make("Debug-PointMass-v0")
+@pytest.mark.timeout(120)
+def test_checkpoint__no_checkpoint_yet_and_foreign_checkpoints_are_named(tmp_path):
+    """A run with no checkpoint says so; a fresh start refuses another run's checkpoints."""
     ckpt = Checkpointer(str(tmp_path))
-    with pytest.raises(CheckpointError, match=r"meta.json is missing \(not a hordax checkpoint\)"):
+    with pytest.raises(NoCheckpointError, match=r"has no checkpoint yet"):
         ckpt.check_compatible({}, {})
+    ckpt.start({}, {}, "aaaa")
+    ckpt.save(1, {"x": jnp.arange(3)})
+    assert ckpt.step_run_id(1) == "aaaa"
     ckpt.close()
+    again = Checkpointer(str(tmp_path))
+    with pytest.raises(CheckpointError, match=r"already holds checkpoints \[1\] of another run"):
+        again.start({}, {}, "bbbb")
+    again.close()

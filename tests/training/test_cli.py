@@ -36,6 +36,7 @@ BAD_INPUT = [
     (["agent=sac"], "agent=sac: allowed values are ['ensemble', 'ppo', 'pql', 'pqn']"),
     (["logger=x"], "logger=x: allowed values are ['stdout', 'wandb']"),
     (["trainer.num_envs=0"], "trainer.num_envs=0: must be an integer >= 1"),
+    (["trainer.reset_pool=-2"], "trainer.reset_pool=-2: must be -1 (auto), 0 (off: in-step"),
     (["agent.learning_rate=-0.1"], "agent.learning_rate=-0.1: must be a finite number > 0"),
     (["agent.gamma=2"], "agent.gamma=2.0: must be in [0, 1]"),
     (["agent.num_minibatches=3"], "agent.num_minibatches=3: must divide the batch"),
@@ -43,8 +44,19 @@ BAD_INPUT = [
     (["trainer.num_envs=abc"], "trainer.num_envs=abc: Value 'abc' of type 'str' could not be"),
     (["trainer.num_envz=3"], "trainer.num_envz=3: unknown key 'trainer.num_envz'; allowed keys"),
     (["agent.network.torso=rnn"], "agent.network.torso='rnn': allowed values are 'mlp', 'cnn'"),
-    (["env.params.gravty=1"], "unknown params field(s) ['gravty']"),
-    (["env=Debug-PointMass-v0", "env.params.dt=-1"], "params.dt=-1: must be finite and > 0"),
+    (["env.params.gravty=1"], "env.params.gravty: unknown field of CartPole-v1 params"),
+    (["env=Debug-PointMass-v0", "env.params.dt=-1"], "env.params.dt=-1.0: must be finite and > 0"),
+    # issue #18 items 2-3 and issue #13: env params typed from their defaults, gymnax ids
+    # included, nested groups settable (these were tracebacks, silent runs, or unnamed keys)
+    (["env.params.gravity=abc"], "env.params.gravity='abc': must be a finite number"),
+    (["env=Debug-PointMass-v0", "env.params.dt=abc"], "env.params.dt='abc': must be a finite"),
+    (["env.params.max_steps_in_episode=0"], "env.params.max_steps_in_episode=0: must be an"),
+    (
+        ["env=Debug-PointMass-v0", "env.params.max_steps_in_episode=2.5"],
+        "env.params.max_steps_in_episode=2.5: must be an integer",
+    ),
+    (["env=Aerial-Hover-v0", "env.params.quad.mass=-1"], "env.params.quad.mass=-1.0: must be > 0"),
+    (["env=Aerial-Hover-v0", "env.params.quad.mas=1"], "env.params.quad.mas: unknown field of"),
     (["seed=-1"], "seed=-1: must be an integer in [0, 2**63 - population.size]"),
     (["checkpoint.every=-1"], "checkpoint.every=-1: must be an integer >= 0 (0 = never)"),
     (["checkpoint.keep=0"], "checkpoint.keep=0: must be an integer >= 1"),
@@ -226,3 +238,26 @@ def test_cli__distributed_bad_environment_is_named(environ, message, capsys):
     assert distributed_kwargs(
         {"JAX_COORDINATOR_ADDRESS": "h:1", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}
     ) == {"coordinator_address": "h:1", "num_processes": 2, "process_id": 1}
+
+
+def test_cli__nested_env_params_reach_make():
+    """`env.params.quad.mass=0.3 env.params.ctrl.max_tilt=0.5` (issue #13): the composed
+    config holds nested groups that `make` sets field by field, keeping the others."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from hordax.envs.registry import make
+    from hordax.training import cli
+
+    cli._register_schemas()
+    cfg_dir = cli.config_dir()
+    args = ["env=Aerial-Hover-v0", "env.params.quad.mass=0.3", "env.params.ctrl.max_tilt=0.5"]
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        cfg = OmegaConf.to_object(
+            compose("train", overrides=cli.rewrite_env_override(args, cfg_dir))
+        )
+    assert cfg.env.params == {"quad": {"mass": 0.3}, "ctrl": {"max_tilt": 0.5}}
+    env, params = make(cfg.env.id, params=dict(cfg.env.params))
+    assert float(params.quad.mass) == pytest.approx(0.3)
+    assert float(params.ctrl.max_tilt) == pytest.approx(0.5)
+    assert float(params.quad.gravity) == float(env.default_params.quad.gravity)

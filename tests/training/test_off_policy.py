@@ -357,11 +357,12 @@ def test_distributional__critic_and_actor_updates_run_and_learn_a_constant():
 @pytest.mark.slow
 @pytest.mark.parametrize(("normalize_obs", "total_env_steps"), [(False, 25_600), (True, 40_960)])
 def test_pql__learns_pendulum(normalize_obs, total_env_steps):
-    """A quarter (raw observations) or 40% (normalized) of configs/tuned/Pendulum-v1_pql.yaml's
-    budget: the mean training return (exploration noise included) of the last fifth is >= -250,
-    with and without observation normalization (raw buffer, batches normalized at sample time).
-    Measured with seeds 0, 1, 2: -141, -157, -165 (raw, 25.6k steps) and -149, -172, -128
-    (normalized, 41k steps; it needs more: -292 for seed 0 at 25.6k)."""
+    """A quarter (raw observations) or 40% (normalized) of the budget of
+    hordax/configs/tuned/Pendulum-v1_pql.yaml: the mean training return (exploration noise
+    included) of the last fifth is >= -250, with and without observation normalization (raw
+    buffer, batches normalized at sample time). Measured with seeds 0, 1, 2: -141, -157, -165
+    (raw, 25.6k steps) and -149, -172, -128 (normalized, 41k steps; it needs more: -292 for
+    seed 0 at 25.6k)."""
     acfg = PQLConfig(
         batch_size=256,
         buffer_size=100_000,

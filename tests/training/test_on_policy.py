@@ -1,5 +1,7 @@
 """The PPO trainer: chunked == one scan, determinism, vmapped seeds, bootstrapping wiring."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,6 +60,27 @@ def test_train__vmapped_seeds_equal_separate_runs(trainer, train_fn):
         got = jax.tree.map(lambda x, i=i: x[i], batched.agent.params)
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(single.agent.params), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_train__amortized_resets_match_in_step_resets(trainer, train_fn):
+    """The default env stack (VecEnv with a reset pool of 1 for 4 envs) trains as the in-step
+    reset path (trainer.reset_pool=0) does, over 3 seeds: same episode counts and lengths,
+    returns and params to float rounding (same draws; the programs fuse floats differently)."""
+    assert trainer.env.amortized and trainer.env.reset_pool == 1
+    env, params = hordax.make("CartPole-v1")
+    plain = OnPolicyTrainer(dataclasses.replace(TRAINER, reset_pool=0), AGENT, env, params)
+    assert not plain.env.amortized
+    plain_fn = jax.jit(plain.train)
+    for seed in range(3):
+        (a, ma), (b, mb) = train_fn(jax.random.key(seed)), plain_fn(jax.random.key(seed))
+        assert float(ma["episode_count"].sum()) >= 10  # resets happened
+        for name in ("episode_count", "episode_length_sum"):
+            np.testing.assert_array_equal(ma[name], mb[name])
+        np.testing.assert_allclose(ma["episode_return_sum"], mb["episode_return_sum"], rtol=1e-6)
+        for x, y in zip(
+            jax.tree.leaves(a.agent.params), jax.tree.leaves(b.agent.params), strict=True
+        ):
+            np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
 
 
 def test_make_train__is_the_pure_train_function():

@@ -1,4 +1,4 @@
-"""PPO hyperparameters (the hydra schema of ``configs/agent/ppo.yaml``)."""
+"""PPO hyperparameters (the hydra schema of ``hordax/configs/agent/ppo.yaml``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PQL hyperparameters (the hydra schema of ``configs/agent/pql.yaml``)."""
+"""PQL hyperparameters (the hydra schema of ``hordax/configs/agent/pql.yaml``)."""
 
 from __future__ import annotations
 
@@ -144,12 +144,17 @@ def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
         cfg.sigma_max,
         f"must be finite and >= agent.sigma_min={cfg.sigma_min}",
     )
-    need(cfg.target_noise >= 0, "agent.target_noise", cfg.target_noise, "must be >= 0")
     need(
-        cfg.target_noise_clip >= 0,
+        cfg.target_noise >= 0 and fin(cfg.target_noise),
+        "agent.target_noise",
+        cfg.target_noise,
+        "must be finite and >= 0",
+    )
+    need(
+        cfg.target_noise_clip >= 0 and fin(cfg.target_noise_clip),
         "agent.target_noise_clip",
         cfg.target_noise_clip,
-        "must be >= 0",
+        "must be finite and >= 0",
     )
     need(cfg.warmup_updates >= 0, "agent.warmup_updates", cfg.warmup_updates, "must be >= 0")
     need(cfg.num_atoms >= 2, "agent.num_atoms", cfg.num_atoms, "must be an integer >= 2")

@@ -1,4 +1,4 @@
-"""PQN hyperparameters (the hydra schema of ``configs/agent/pqn.yaml``)."""
+"""PQN hyperparameters (the hydra schema of ``hordax/configs/agent/pqn.yaml``)."""
 
 from __future__ import annotations
 

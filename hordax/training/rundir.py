@@ -1,0 +1,112 @@
+"""The run directory: what marks it as holding a run, whole-or-nothing file writes, and the
+fault-injection hook of the kill tests.
+
+- A fresh run refuses a directory that already holds a run (one of :data:`RUN_FILES`);
+  with ``overwrite=true`` that run's files are removed first (:func:`clear`), so two runs
+  are never mixed in one directory. Files that are not a run's (a user's notes) are left.
+- :func:`write_atomic` writes a file whole or not at all (temporary file + ``os.replace``):
+  a run killed at any moment leaves the old file or the new one, never half of one.
+- :func:`fault_point` kills the process with SIGKILL at a named phase when
+  ``HORDAX_FAULT_AT=<phase>[:<n>]`` is set (the n-th time this process reaches it), so the
+  fault-injection test covers every phase deterministically. Unset, it does nothing.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import uuid
+
+#: What a run writes into its directory, in the order :func:`clear` removes it: outputs
+#: first, the run's identity (``overrides.json``, ``config.yaml``) last, so a kill during
+#: ``clear`` leaves a directory that still says it holds a run (and needs overwrite=true).
+RUN_FILES = (
+    "summary.json",
+    "params.msgpack",
+    "metrics.jsonl",
+    "wandb",
+    "checkpoints",
+    "config.yaml",
+    "overrides.json",
+)
+#: Outputs written beside a run by ``hordax backtest`` (``backtest_<split>/``).
+_RUN_GLOBS = ("backtest_*",)
+_TMP = ".tmp"
+
+
+class RunDirError(ValueError):
+    """The run directory already holds another run; the message names it."""
+
+
+def new_run_id() -> str:
+    """A fresh random id that binds a run's checkpoints to it (16 hex digits)."""
+    return uuid.uuid4().hex[:16]
+
+
+def run_files(run_dir: str) -> list[str]:
+    """Names of the run files in ``run_dir`` (empty if it holds no run or does not exist)."""
+    if not os.path.isdir(run_dir):
+        return []
+    return [n for n in RUN_FILES if os.path.lexists(os.path.join(run_dir, n))]
+
+
+def check_free(run_dir: str, overwrite: bool, key: str = "hydra.run.dir") -> None:
+    """Raise :class:`RunDirError` if ``run_dir`` holds a run and ``overwrite`` is false."""
+    found = run_files(run_dir)
+    if found and not overwrite:
+        raise RunDirError(
+            f"{key}={run_dir}: already holds a run ({', '.join(sorted(found))}); pass "
+            f"overwrite=true to replace it, choose a new directory, or continue it with "
+            f"resume={run_dir}"
+        )
+
+
+def clear(run_dir: str) -> None:
+    """Remove the run files of ``run_dir`` (and their leftover temporary files)."""
+    paths = [os.path.join(run_dir, n) for n in RUN_FILES]
+    for pattern in (*_RUN_GLOBS, *(n + _TMP for n in RUN_FILES)):
+        paths += sorted(glob.glob(os.path.join(glob.escape(run_dir), pattern)))
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+
+def write_atomic(path: str, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file, then os.replace).
+
+    The fault point ``write:<file name>`` sits halfway through the temporary file, where a
+    plain ``open(path, "w")`` would have left a half-written file.
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    tmp = path + _TMP
+    with open(tmp, "wb") as f:
+        f.write(raw[: len(raw) // 2])
+        f.flush()
+        fault_point(f"write:{os.path.basename(path)}")
+        f.write(raw[len(raw) // 2 :])
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+_reached: dict[str, int] = {}
+
+
+def fault_point(phase: str) -> None:
+    """SIGKILL this process here if ``HORDAX_FAULT_AT`` names ``phase`` (testing hook).
+
+    ``HORDAX_FAULT_AT=chunk:3`` kills the process the third time it reaches ``chunk``.
+    """
+    spec = os.environ.get("HORDAX_FAULT_AT")
+    if not spec:
+        return
+    name, _, count = spec.rpartition(":") if spec[-1:].isdigit() else (spec, "", "1")
+    if name != phase:
+        return
+    _reached[phase] = _reached.get(phase, 0) + 1
+    if _reached[phase] == int(count):
+        os.kill(os.getpid(), signal.SIGKILL)

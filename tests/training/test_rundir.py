@@ -1,0 +1,109 @@
+"""The run directory helpers: what holds a run, what overwrite=true removes, whole-or-nothing
+writes under SIGKILL, and the fault hook's counting (no JAX here: fast)."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from hordax.training.rundir import RunDirError, check_free, clear, run_files
+
+# Writes "new" over "old" with the fault hook armed halfway through the write.
+_WRITER = """
+import sys
+from hordax.training.rundir import write_atomic
+write_atomic(sys.argv[1], sys.argv[2])
+"""
+
+
+def _write_in_child(path, text, fault):
+    env = {**os.environ, "HORDAX_FAULT_AT": fault} if fault else dict(os.environ)
+    return subprocess.run(
+        [sys.executable, "-c", _WRITER, str(path), text], env=env, timeout=60, check=False
+    )
+
+
+@pytest.mark.timeout(120)
+def test_write_atomic__a_kill_mid_write_leaves_the_old_file(tmp_path):
+    """SIGKILL halfway through the write: the old content stays whole; unarmed, the new
+    content replaces it and no temporary file is left."""
+    path = tmp_path / "summary.json"
+    path.write_text('{"old": 1}')
+    new = '{"new": 2, "padding": "' + "x" * 1000 + '"}'
+    proc = _write_in_child(path, new, "write:summary.json")
+    assert proc.returncode == -signal.SIGKILL
+    assert path.read_text() == '{"old": 1}'
+    assert (tmp_path / "summary.json.tmp").read_text() == new[: len(new) // 2]  # its half
+    proc = _write_in_child(path, '{"new": 2}', "write:other.json")  # armed elsewhere
+    assert proc.returncode == 0
+    assert path.read_text() == '{"new": 2}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+@pytest.mark.timeout(60)
+def test_check_free_and_clear__only_run_files_count_and_go(tmp_path):
+    """A directory with run files is refused (naming it and overwrite=true); clear removes
+    the run's files, folders and leftovers, and keeps a user's file and hydra's folder."""
+    check_free(str(tmp_path / "new"), overwrite=False)  # absent: free
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / ".hydra").mkdir()
+    check_free(str(tmp_path), overwrite=False)  # no run files: free
+    for name in ("config.yaml", "overrides.json", "metrics.jsonl", "summary.json.tmp"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "checkpoints" / "3").mkdir(parents=True)
+    (tmp_path / "backtest_test").mkdir()
+    assert run_files(str(tmp_path)) == ["metrics.jsonl", "checkpoints", "config.yaml",
+                                        "overrides.json"]  # fmt: skip
+    with pytest.raises(RunDirError) as exc:
+        check_free(str(tmp_path), overwrite=False)
+    assert str(exc.value) == (
+        f"hydra.run.dir={tmp_path}: already holds a run (checkpoints, config.yaml, "
+        "metrics.jsonl, overrides.json); pass overwrite=true to replace it, choose a new "
+        f"directory, or continue it with resume={tmp_path}"
+    )
+    check_free(str(tmp_path), overwrite=True)
+    clear(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".hydra", "notes.txt"]
+
+
+_COUNTER = """
+from hordax.training.rundir import fault_point
+for i in range(5):
+    print(i, flush=True)
+    fault_point("chunk")
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "spec,printed", [("chunk:3", "0\n1\n2\n"), ("chunk", "0\n"), ("x:1", None)]
+)
+def test_fault_point__kills_at_the_nth_time_of_its_phase(spec, printed):
+    env = {**os.environ, "HORDAX_FAULT_AT": spec}
+    proc = subprocess.run(
+        [sys.executable, "-c", _COUNTER], env=env, capture_output=True, text=True, timeout=60
+    )
+    if printed is None:  # another phase: never fires
+        assert proc.returncode == 0 and proc.stdout == "0\n1\n2\n3\n4\n"
+    else:
+        assert proc.returncode == -signal.SIGKILL and proc.stdout == printed
+
+
+@pytest.mark.timeout(60)
+def test_cli_early_check__refuses_before_hydra_only_when_a_run_would_start(tmp_path, capsys):
+    """`hordax train hydra.run.dir=D` on a run: exit 2 before hydra writes D/.hydra; not
+    with overwrite=true, resume=D, or a flag that only prints (--cfg job)."""
+    from hordax.training.cli import check_run_dir_early
+
+    (tmp_path / "overrides.json").write_text("[]")
+    with pytest.raises(SystemExit) as exc:
+        check_run_dir_early(["seed=1", f"hydra.run.dir={tmp_path}"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.startswith(
+        f"hordax: error: hydra.run.dir={tmp_path}: already holds a run (overrides.json)"
+    )
+    for extra in (["overwrite=true"], [f"resume={tmp_path}"], ["--cfg", "job"]):
+        check_run_dir_early([f"hydra.run.dir={tmp_path}", *extra])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["overrides.json"]
