@@ -28,6 +28,7 @@ step bench_families python3 -m hordax.training.cli bench -m \
   num_envs=1024,16384 steps=500 repeats=3
 step grid_vs_xminigrid python3 benchmarks/grid_vs_xminigrid.py --num-envs 1024 16384 --steps 1000
 step trading_throughput python3 benchmarks/trading_throughput.py --num-envs 1 2048
+step reset_cost python3 benchmarks/reset_cost.py --num-envs 1024 16384 --json "$OUT/reset_cost.json"
 step pql_vs_ppo python3 benchmarks/pql_vs_ppo.py --out "$OUT/pql_vs_ppo"
 cp bench/multirun-*/results.csv "$OUT/" 2>/dev/null; ls bench
 for d in bench/multirun-*; do cp "$d/results.csv" "$OUT/$(basename "$d").csv"; cp "$d/results.png" "$OUT/$(basename "$d").png"; done

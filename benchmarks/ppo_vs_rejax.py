@@ -29,7 +29,6 @@ Prints one JSON line per (library, seed) and a summary table; results go to
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -40,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import hordax
+from hordax import strict_json
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOConfig
 from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, resolve
@@ -242,7 +242,7 @@ def main() -> None:
     for seed in range(args.seeds):
         for name, runner in runners.items():
             r = run_one(name, runner, evaluate, seed, steps_per_update)
-            print(json.dumps({k: v for k, v in r.items() if k != "curve"}), flush=True)
+            print(strict_json.dumps({k: v for k, v in r.items() if k != "curve"}), flush=True)
             results.append(r)
 
     print(f"\n{ENV_ID}, {args.seeds} seeds, hp={hp}")
@@ -260,7 +260,7 @@ def main() -> None:
         )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"hp": hp, "jax": jax.__version__, "results": results}, f, indent=1)
+            strict_json.dump({"hp": hp, "jax": jax.__version__, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hordax import strict_json
+
 
 def run(env_id: str, agent: str, out: Path, seed: int, extra: list[str], label: str = "") -> dict:
     run_dir = out / f"{env_id}_{label or agent}_s{seed}"
@@ -38,6 +40,7 @@ def run(env_id: str, agent: str, out: Path, seed: int, extra: list[str], label: 
         f"seed={seed}",
         "progress=false",
         f"hydra.run.dir={run_dir}",
+        "overwrite=true",  # a re-run of the benchmark replaces its runs
         *extra,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -97,7 +100,7 @@ def main() -> None:
         if "parallel" in s:  # achieved ratios, busy/wait seconds per role, role devices
             results[label]["parallel"] = s["parallel"]
         print(
-            json.dumps(
+            strict_json.dumps(
                 {
                     "env": args.env,
                     "agent": label,
@@ -108,7 +111,7 @@ def main() -> None:
             flush=True,
         )
     with open(out / "results.json", "w") as f:
-        json.dump(results, f, indent=1)
+        strict_json.dump(results, f, indent=1)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import pathlib
 import platform
 import sys
@@ -28,6 +27,7 @@ import jax
 import numpy as np
 
 import hordax
+from hordax import strict_json
 
 
 def rollout_fn(env, params, num_envs: int, num_steps: int):
@@ -161,27 +161,29 @@ def main() -> None:
     args = ap.parse_args()
     device = f"{jax.devices()[0].platform}:{jax.devices()[0].device_kind}"
     header = {"jax": jax.__version__, "device": device, "machine": platform.processor()}
-    print(json.dumps(header), flush=True)
+    print(strict_json.dumps(header), flush=True)
     results = []
     for env_id in args.envs:
         rows = [time_hordax(env_id, b, args.steps) for b in args.num_envs]
         for r in rows:
             r["speedup_vs_1_env"] = r["env_steps_per_s"] / rows[0]["env_steps_per_s"]
-            print(json.dumps(r), flush=True)
+            print(strict_json.dumps(r), flush=True)
         results += rows
     finrl = time_finrl(args.finrl_steps)
     if finrl is not None:
         stock = [r for r in results if r["env"] == "StockTrading-v0"]
         for r in stock:
             r["speedup_vs_finrl"] = r["env_steps_per_s"] / finrl["env_steps_per_s"]
-        print(json.dumps(finrl), flush=True)
+        print(strict_json.dumps(finrl), flush=True)
         print(
-            json.dumps({"speedup_vs_finrl": {r["num_envs"]: r["speedup_vs_finrl"] for r in stock}})
+            strict_json.dumps(
+                {"speedup_vs_finrl": {r["num_envs"]: r["speedup_vs_finrl"] for r in stock}}
+            )
         )
         results.append(finrl)
     if args.out:
         pathlib.Path(args.out).write_text(
-            json.dumps({"header": header, "results": results}, indent=1)
+            strict_json.dumps({"header": header, "results": results}, indent=1)
         )
 
 

@@ -107,7 +107,7 @@ def test_pqn__rejects_continuous_actions():
 
 @pytest.mark.slow
 def test_pqn__learns_cartpole():
-    """A smaller version of configs/tuned/CartPole-v1_pqn.yaml (100k steps) gets >= 400
+    """A smaller version of hordax/configs/tuned/CartPole-v1_pqn.yaml (100k steps) gets >= 400
     (measured: 500, the maximum, with seeds 0, 1 and 2)."""
     acfg = PQNConfig(
         learning_rate=5e-4,
