@@ -19,11 +19,15 @@ from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOConfig
 from hordax.agents.pql import PQLConfig
 from hordax.agents.pqn import PQNConfig, QNetworkConfig
-from hordax.training.config import EnvConfig, TrainConfig, validate
-from hordax.training.config import OnPolicyTrainerConfig as TrainerConfig
-from hordax.training.ensemble import EnsembleConfig
-from hordax.training.population import PopulationConfig
-from hordax.training.run import train_and_log
+from hordax.training.config import (
+    EnsembleConfig,
+    EnvConfig,
+    PopulationConfig,
+    TrainConfig,
+    TrainerConfig,
+)
+from hordax.training.host.loop import train_and_log
+from hordax.training.trainers import validate
 
 pytestmark = pytest.mark.timeout(300)
 
