@@ -51,12 +51,12 @@ def validate(cfg: TrainConfig) -> Resolved:
         ens.members,
         "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
     )
-    if ens.enabled and alg.check_member is not None:
-        _as_config_error(alg.check_member, cfg.agent)
     validate_seed(cfg)
     _as_config_error(alg.validate, cfg.agent, cfg.trainer)
     if alg.validate_run is not None:
         _as_config_error(alg.validate_run, cfg.agent, cfg)
+    if ens.enabled and alg.check_member is not None:  # may it be an ensemble member?
+        _as_config_error(alg.check_member, cfg.agent)
     return resolve(cfg)
 
 

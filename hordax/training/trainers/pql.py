@@ -215,7 +215,8 @@ def check_member(agent_cfg: PQLConfig) -> None:
         agent_cfg.mode == "sync",
         "agent.mode",
         repr(agent_cfg.mode),
-        "ensemble members train with the synchronous schedule inside one program (mode=sync)",
+        "a mixed ensemble trains its PQL members with the synchronous schedule inside its one"
+        " program (mode=sync)",
     )
 
 
