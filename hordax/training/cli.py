@@ -28,7 +28,7 @@ from hordax import strict_json
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
 
-USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
+USAGE = """usage: hordax {train,eval,bench,backtest} [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
   hordax train env=Pendulum-v1                   any registered hordax or gymnax id
@@ -41,6 +41,9 @@ USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
   hordax train population.size=8                 8 seeds in one vmapped program
   hordax train agent=ensemble env=StockTrading-v0   K PPO members + vote/average/rolling
   hordax train agent=ensemble env=CryptoTrading-v0 'ensemble.algorithms=[ppo,pqn]'   mixed
+  hordax train eval.episodes=64 eval.every=5     fresh-episode evaluation (end, every 5 chunks)
+  hordax train env=Aerial-Navigate-v0 curriculum=navigate   obstacle-density curriculum
+  hordax eval RUN_DIR episodes=100 video=ep.gif  evaluate a saved agent on fresh episodes
   hordax backtest RUN_DIR split=test             members, ensembles, baselines: table + PNG
   hordax bench env=CartPole-v1 num_envs=4096     random-action env steps/s (JSON line)
   hordax bench mode=train num_envs=1024          PPO training steps/s
@@ -74,6 +77,8 @@ def _register_schemas() -> None:
         TrainConfig,
         TrainerConfig,
     )
+    from hordax.training.config.curriculum import CurriculumConfig
+    from hordax.training.evaluation import EvalConfig
     from hordax.training.trainers import ALGORITHMS
 
     cs = ConfigStore.instance()
@@ -83,6 +88,8 @@ def _register_schemas() -> None:
     cs.store(name="train_schema", node=train_node)
     cs.store(name="bench_schema", node=BenchConfig)
     cs.store(name="backtest_schema", node=BacktestConfig)
+    cs.store(name="eval_schema", node=EvalConfig)
+    cs.store(group="curriculum", name="curriculum_schema", node=CurriculumConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
     for name, alg in ALGORITHMS.items():
         cs.store(group="agent", name=f"{name}_schema", node=alg.config)
@@ -324,6 +331,7 @@ VALIDATORS = {
     "train": "hordax.training.trainers:validate",
     "bench": "hordax.training.bench:validate_bench",
     "backtest": "hordax.training.backtest:validate_backtest",
+    "eval": "hordax.training.evaluation:validate_eval",
 }
 
 
@@ -389,8 +397,14 @@ def _train_task(dict_cfg) -> None:
             os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True)
         )
         write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    from hordax.training.evaluation import train_hooks
+
     try:
-        summary = train_and_log(cfg, env, env_params, resolved)
+        hooks = train_hooks(cfg, env, env_params, resolved)
+    except ValueError as e:  # e.g. curriculum.field not in the env's params
+        _fail(str(e), run_dir=own_dir)
+    try:
+        summary = train_and_log(cfg, env, env_params, resolved, hooks)
     except NoCheckpointError as e:
         _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
               f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
@@ -460,8 +474,21 @@ def _backtest_task(dict_cfg) -> None:
     print(strict_json.dumps(row), flush=True)
 
 
+def _eval_task(dict_cfg) -> None:
+    """The hydra task of ``hordax eval``: evaluate a saved agent; one JSON line."""
+    from hordax.training.evaluation import run_eval
+
+    cfg, _ = check_config("eval", dict_cfg)
+    try:
+        row = run_eval(cfg)
+    except (ValueError, TypeError) as e:
+        _fail(str(e))
+    print(strict_json.dumps(row), flush=True)
+
+
 COMMANDS = {
     "train": ("train", _train_task),
+    "eval": ("eval", _eval_task),
     "bench": ("bench", _bench_task),
     "backtest": ("backtest", _backtest_task),
 }
@@ -497,7 +524,7 @@ def main(argv: list[str] | None = None) -> None:
                 rest = [*rest, "hydra.output_subdir=null"]
         if primary:  # the others share process 0's directory, which it may fill first
             check_run_dir_early(rest)
-    elif command == "backtest":  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
+    elif command in ("backtest", "eval"):  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
         rest = [a if "=" in a or a.startswith("-") else f"run_dir={a}" for a in rest]
     else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
