@@ -28,7 +28,7 @@ from hordax import strict_json
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
 
-USAGE = """usage: hordax {train,eval,bench,backtest} [hydra overrides ...]
+USAGE = """usage: hordax {train,eval,suite,bench,backtest} [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
   hordax train env=Pendulum-v1                   any registered hordax or gymnax id
@@ -44,6 +44,8 @@ USAGE = """usage: hordax {train,eval,bench,backtest} [hydra overrides ...]
   hordax train eval.episodes=64 eval.every=5     fresh-episode evaluation (end, every 5 chunks)
   hordax train env=Aerial-Navigate-v0 curriculum=navigate   obstacle-density curriculum
   hordax eval RUN_DIR episodes=100 video=ep.gif  evaluate a saved agent on fresh episodes
+  hordax suite                                   train + evaluate every headline task, 3 seeds
+  hordax suite suite=tiny out_dir=D              the one-minute variant (results.md/csv, curves.png)
   hordax backtest RUN_DIR split=test             members, ensembles, baselines: table + PNG
   hordax bench env=CartPole-v1 num_envs=4096     random-action env steps/s (JSON line)
   hordax bench mode=train num_envs=1024          PPO training steps/s
@@ -79,6 +81,7 @@ def _register_schemas() -> None:
     )
     from hordax.training.config.curriculum import CurriculumConfig
     from hordax.training.evaluation import EvalConfig
+    from hordax.training.suite import SuiteConfig
     from hordax.training.trainers import ALGORITHMS
 
     cs = ConfigStore.instance()
@@ -89,6 +92,7 @@ def _register_schemas() -> None:
     cs.store(name="bench_schema", node=BenchConfig)
     cs.store(name="backtest_schema", node=BacktestConfig)
     cs.store(name="eval_schema", node=EvalConfig)
+    cs.store(name="suite_schema", node=SuiteConfig)
     cs.store(group="curriculum", name="curriculum_schema", node=CurriculumConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
     for name, alg in ALGORITHMS.items():
@@ -332,6 +336,7 @@ VALIDATORS = {
     "bench": "hordax.training.bench:validate_bench",
     "backtest": "hordax.training.backtest:validate_backtest",
     "eval": "hordax.training.evaluation:validate_eval",
+    "suite": "hordax.training.suite:validate_suite",
 }
 
 
@@ -486,9 +491,23 @@ def _eval_task(dict_cfg) -> None:
     print(strict_json.dumps(row), flush=True)
 
 
+def _suite_task(dict_cfg) -> None:
+    """The hydra task of ``hordax suite``: train and evaluate every row; one JSON line."""
+    from hordax.training.suite import run_suite
+
+    cfg, _ = check_config("suite", dict_cfg)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        out = run_suite(cfg, log=log)
+    except (ValueError, TypeError) as e:
+        _fail(str(e))
+    print(strict_json.dumps(out), flush=True)
+
+
 COMMANDS = {
     "train": ("train", _train_task),
     "eval": ("eval", _eval_task),
+    "suite": ("suite", _suite_task),
     "bench": ("bench", _bench_task),
     "backtest": ("backtest", _backtest_task),
 }
