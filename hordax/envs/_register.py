@@ -36,3 +36,17 @@ register("Aerial-Hover-v0", "hordax.envs.aerial.hover:Hover")
 register("Aerial-Track-v0", "hordax.envs.aerial.track:Track")
 register("Aerial-Navigate-v0", "hordax.envs.aerial.navigate:Navigate")
 register("Aerial-MultiHover-v0", "hordax.envs.aerial.multi_hover:MultiHover")
+
+# multi-agent particle worlds (hordax/envs/mpe): PettingZoo MPE's nine scenarios, one factory
+# (hordax.envs.mpe's __init__ imports nothing: the scenarios load lazily)
+from hordax.envs.mpe import SCENARIOS as _MPE  # noqa: E402
+
+for _continuous in (False, True):
+    for _name in _MPE:
+        _suffix = "-Continuous" if _continuous else ""
+        register(
+            f"MPE-{_name}{_suffix}-v0",
+            "hordax.envs.mpe.scenarios:make_scenario",
+            scenario=_name,
+            continuous_actions=_continuous,
+        )
