@@ -89,7 +89,9 @@ class ParticleWorld(MultiAgentEnvironment[MPEState, MPEParams]):
       ``info["agent_mask"]`` all True, ``info["agent_terminated"]`` all False).
     - truncation: ``time >= params.max_steps_in_episode`` (25 by default, ``max_cycles``).
     - params: :class:`~hordax.envs.mpe.world.MPEParams` (physics, sizes, masses, accel, max
-      speed).
+      speed; scenarios with a blended reward add ``local_ratio``; a world where nothing moves
+      has :class:`~hordax.envs.mpe.world.TalkParams`, the episode length only).
+    - state: :class:`~hordax.envs.mpe.world.MPEState`.
     - critic observation ``f32[n, C]``: every agent's own observation concatenated
       (PettingZoo's ``state()``), the same row for every agent.
     """
