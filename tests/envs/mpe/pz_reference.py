@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 import jax.numpy as jnp
+import mpe2  # noqa: F401  (the reference; the dev extra installs it)
 import numpy as np
 
 from hordax.envs.mpe.world import MPEState
