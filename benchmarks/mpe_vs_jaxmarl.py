@@ -92,13 +92,18 @@ def measure(env_ids: tuple[str, str], n: int, steps: int, repeats: int, reset_po
         comp[side] = time.perf_counter() - t
         jax.block_until_ready(fn(carry))  # warm-up
         progs[side] = (fn, carry)
+    return {k: n * steps / t for k, t in interleaved_medians(progs, repeats).items()}, comp
+
+
+def interleaved_medians(progs: dict, repeats: int) -> dict[str, float]:
+    """``{name: median seconds}`` of compiled ``(fn, carry)`` programs, run in turn."""
     times = {k: [] for k in progs}
     for _ in range(repeats):
         for k, (fn, carry) in progs.items():
             t = time.perf_counter()
             jax.block_until_ready(fn(carry))
             times[k].append(time.perf_counter() - t)
-    return {k: n * steps / statistics.median(v) for k, v in times.items()}, comp
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def breakdown_programs(env_id: str, n: int, steps: int) -> dict:
@@ -159,17 +164,12 @@ def breakdown(env_id: str, n: int, steps: int, repeats: int) -> None:
         fn = fn.lower(carry).compile()
         jax.block_until_ready(fn(carry))
         progs[name] = (fn, carry)
-    times = {k: [] for k in progs}
-    for _ in range(repeats):
-        for k, (fn, carry) in progs.items():
-            t = time.perf_counter()
-            jax.block_until_ready(fn(carry))
-            times[k].append(time.perf_counter() - t)
+    times = interleaved_medians(progs, repeats)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{env_id}, {n} envs: ns per env step (median of {repeats}), load {load}")
     print("| program | ns / env step |\n|---|---:|")
     for k, v in times.items():
-        print(f"| {k} | {statistics.median(v) / (n * steps) * 1e9:.0f} |")
+        print(f"| {k} | {v / (n * steps) * 1e9:.0f} |")
 
 
 def plot(rows: list[dict], path: str) -> None:
