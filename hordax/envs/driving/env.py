@@ -78,8 +78,8 @@ class DriveParams:
     state_max_xy: float = 1000.0  # m, state model (scene coordinates are centred)
     # goals and spawning (generated traffic)
     goal_radius: float = 2.0
-    goal_min_distance: float = 20.0  # m along the route
-    goal_max_distance: float = 60.0
+    goal_min_distance: float = 15.0  # m along the route
+    goal_max_distance: float = 45.0
     init_speed_max: float = 5.0  # controlled agents start at U[0, init_speed_max]
     vehicle_length: float = 4.5
     vehicle_width: float = 1.9
@@ -507,6 +507,23 @@ def random_routes(uniform: jax.Array, lanes, start: jax.Array) -> jax.Array:
     return jnp.concatenate([start[:, None], rest.T], axis=1)
 
 
+def leader_gaps(state: DriveState, start: int, stop: int) -> tuple[jax.Array, jax.Array]:
+    """For objects ``start..stop-1``: the bumper gap ``f32[b]`` to the nearest object ahead
+    in their lane corridor (in the follower's frame: ahead, lateral overlap + 0.3 m; ``inf``
+    when none) and that leader's speed along the follower's heading ``f32[b]``."""
+    m = state.pos.shape[0]
+    sel = slice(start, stop)
+    c, sn = jnp.cos(state.yaw[sel]), jnp.sin(state.yaw[sel])
+    rel = rotate(state.pos[None] - state.pos[sel, None], c[:, None], -sn[:, None])  # [b, m, 2]
+    half_w = 0.5 * (state.size[sel, 1:2] + state.size[None, :, 1]) + 0.3
+    not_self = ~jnp.eye(stop - start, m, k=start, dtype=bool)
+    ahead = (rel[..., 0] > 0) & (jnp.abs(rel[..., 1]) < half_w) & state.exists[None] & not_self
+    gap = rel[..., 0] - 0.5 * (state.size[sel, 0:1] + state.size[None, :, 0])
+    gap = jnp.where(ahead, gap, jnp.inf)
+    lead = jnp.argmin(gap, axis=-1)
+    return jnp.min(gap, axis=-1), state.vel[lead, 0] * c + state.vel[lead, 1] * sn
+
+
 def _route_point(lanes, route: jax.Array, s0: jax.Array, d: jax.Array):
     """Pose ``d`` metres ahead of arc length ``s0`` on ``route[:, 0]`` along the route
     (clamped to the route's end). Returns ``(pos, yaw)``."""
@@ -673,17 +690,8 @@ class Drive(_Driving):
         if m == n:
             return state
         lanes, bg = scene.lanes, slice(n, m)
-        c, sn = jnp.cos(state.yaw[bg]), jnp.sin(state.yaw[bg])
-        rel = rotate(state.pos[None] - state.pos[bg, None], c[:, None], -sn[:, None])  # [b, m, 2]
-        half_w = 0.5 * (state.size[bg, 1:2] + state.size[None, :, 1]) + 0.3
-        not_self = ~jnp.eye(m - n, m, k=n, dtype=bool)
-        ahead = (rel[..., 0] > 0) & (jnp.abs(rel[..., 1]) < half_w) & state.exists[None] & not_self
-        gap = rel[..., 0] - 0.5 * (state.size[bg, 0:1] + state.size[None, :, 0])
-        gap = jnp.where(ahead, gap, jnp.inf)
-        lead = jnp.argmin(gap, axis=-1)
-        gap = jnp.min(gap, axis=-1)
+        gap, lead_speed = leader_gaps(state, n, m)
         speed = jnp.linalg.norm(state.vel[bg], axis=-1)
-        lead_speed = state.vel[lead, 0] * c + state.vel[lead, 1] * sn  # along the follower
         accel = dyn.idm_accel(speed, state.desired[bg], gap, speed - lead_speed, params)
         accel = jnp.clip(accel, -9.0, params.idm_max_accel)
         new_speed = jnp.maximum(speed + accel * dt, 0.0)

@@ -1,10 +1,10 @@
 """Procedural road layouts (host-side numpy): 4-way intersections, merges, roundabouts.
 
 Each generator draws one layout from a numpy ``Generator`` (arm angles, lengths, lane
-widths, radii vary) and returns CommonRoad-style :class:`~hordax.envs.driving.roadgraph.Lanelet`
-lists for :func:`~hordax.envs.driving.roadgraph.build_map`. Traffic drives on the right;
-lanes are built from a centre line and a width (left bound = centre + width/2 along the
-left normal).
+widths, radii vary) and returns CommonRoad-style lanelets
+(:class:`~hordax.envs.driving.roadgraph.Lanelet`) and extra drivable polygons for
+:func:`~hordax.envs.driving.roadgraph.build_map`. Traffic drives on the right; lanes are
+built from a centre line and a width (left bound = centre + width/2 along the left normal).
 """
 
 from __future__ import annotations
@@ -53,11 +53,11 @@ def _link(lanelets: list[Lanelet], a: int, b: int) -> None:
     lanelets[b].predecessors.append(a)
 
 
-def intersection(rng: np.random.Generator) -> list[Lanelet]:
+def intersection(rng: np.random.Generator) -> tuple[list[Lanelet], list[np.ndarray]]:
     """Four arms (one lane each way) around a junction with every straight and turning
-    connection (no U-turns)."""
+    connection (no U-turns); the junction's box is drivable area."""
     w = rng.uniform(3.2, 3.8)
-    r0 = rng.uniform(8.0, 11.0)
+    r0 = rng.uniform(10.0, 14.0)
     thetas = np.arange(4) * np.pi / 2 + rng.uniform(-0.15, 0.15, 4)
     out: list[Lanelet] = []
     incoming, outgoing = [], []
@@ -80,10 +80,11 @@ def intersection(rng: np.random.Generator) -> list[Lanelet]:
             out.append(lanelet(hermite(p0, th + np.pi, p1, tj), w))
             _link(out, incoming[k], c)
             _link(out, c, outgoing[j])
-    return out
+    box = [_unit(th) * r0 + _unit(th + np.pi / 2) * w * side for th in thetas for side in (-1, 1)]
+    return out, [np.asarray(box)]
 
 
-def merge(rng: np.random.Generator) -> list[Lanelet]:
+def merge(rng: np.random.Generator) -> tuple[list[Lanelet], list[np.ndarray]]:
     """A two-lane carriageway with an on-ramp joining its right lane."""
     w = rng.uniform(3.3, 3.8)
     x0, xm, x1 = -rng.uniform(80.0, 110.0), rng.uniform(-10.0, 10.0), rng.uniform(70.0, 100.0)
@@ -96,10 +97,10 @@ def merge(rng: np.random.Generator) -> list[Lanelet]:
     out = [right_a, right_b, left_lane, ramp]
     _link(out, 0, 1)
     _link(out, 3, 1)
-    return out
+    return out, []
 
 
-def roundabout(rng: np.random.Generator) -> list[Lanelet]:
+def roundabout(rng: np.random.Generator) -> tuple[list[Lanelet], list[np.ndarray]]:
     """A one-lane roundabout (counter-clockwise) with four two-way arms."""
     w = rng.uniform(3.8, 4.5)
     radius = rng.uniform(14.0, 20.0)
@@ -152,7 +153,7 @@ def roundabout(rng: np.random.Generator) -> list[Lanelet]:
         nk = (k + 1) % 4
         _link(out, ring_to_exit[k], exit_to_entry[nk])
         _link(out, ring_to_exit[k], exit_conn[nk])
-    return out
+    return out, []
 
 
 GENERATORS = {

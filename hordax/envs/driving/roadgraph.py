@@ -7,9 +7,9 @@ the env steps on (:class:`MapArrays`):
 
 - **road segments** ``(x0, y0, x1, y1)`` with a type (:data:`ROAD_TYPES`): lane centre lines
   (``lane``), bounds shared with other drivable area (``road_line``) and bounds with no
-  drivable area beyond them (``road_edge``: the curb; found by probing 0.3 m outside each
-  bound segment against every drivable quad, so lanelets crossing inside an intersection do
-  not make curbs of each other);
+  drivable area beyond them (``road_edge``: the curb; found by probing 0.3 m and 2 m outside
+  the middle of each bound segment against every drivable quad, so lanelets crossing inside
+  an intersection, and the small pockets between them, do not make curbs);
 - **drivable quads**: each bound pair ``(L_i, L_i+1, R_i+1, R_i)``; off-road means outside all;
 - **lanes** for routing: centre line points, cumulative arc length, successors (<= 4);
 - **spawn slots** ``(lane, s)``: points along lanes at least ``min_gap`` apart (centre to
@@ -161,13 +161,16 @@ def build_map(
     min_gap: float = 7.0,
     min_spawn_width: float = 2.5,
     min_route: float = 25.0,
-    edge_probe: float = 0.3,
+    edge_probe: tuple[float, ...] = (0.3, 2.0),
+    areas: list[np.ndarray] = (),
     offset: np.ndarray | None = None,
     speed_limit: float = 11.0,
 ) -> MapArrays:
     """Build the road graph, drivable quads, lane graph and spawn slots of one map.
 
-    Raises ``ValueError`` naming the map when it has no drivable lanelet or no spawn slot.
+    ``areas`` are extra drivable convex polygons (``f64[k, 2]``, e.g. a junction's box)
+    that carry no lanes. Raises ``ValueError`` naming the map when it has no drivable
+    lanelet or no spawn slot.
     """
     drivable = [i for i, ll in enumerate(lanelets) if ll.drivable and not ll.crosswalk]
     if not drivable:
@@ -190,12 +193,17 @@ def build_map(
         left, right = joint[:, :2], joint[:, 2:]
         geo[i] = (left, right, 0.5 * (left + right))
 
-    quads = np.concatenate(
-        [
-            np.stack([lb[:-1], lb[1:], rb[1:], rb[:-1]], axis=1)
-            for lb, rb, _ in (geo[i] for i in drivable)
+    quads = [
+        np.stack([lb[:-1], lb[1:], rb[1:], rb[:-1]], axis=1)
+        for lb, rb, _ in (geo[i] for i in drivable)
+    ]
+    for poly in areas:  # a triangle fan, each triangle a quad with a repeated corner
+        poly = np.asarray(poly, np.float64) - offset
+        fan = [
+            np.stack([poly[0], poly[k], poly[k + 1], poly[k + 1]]) for k in range(1, len(poly) - 1)
         ]
-    )
+        quads.append(np.asarray(fan).reshape(-1, 4, 2))
+    quads = np.concatenate(quads)
 
     # bounds: curb (nothing drivable just outside) or road line; duplicates of shared bounds
     # (the right bound of one lanelet is the left bound of its neighbour) are emitted once
@@ -208,7 +216,9 @@ def build_map(
             cmid = 0.5 * (centre[:-1] + centre[1:])
             out = mid - cmid
             out /= np.maximum(np.hypot(out[:, 0], out[:, 1]), 1e-9)[:, None]
-            edge = ~quads_contain(mid + edge_probe * out, quads)
+            edge = np.ones(len(mid), bool)
+            for d in edge_probe:
+                edge &= ~quads_contain(mid + d * out, quads)
             for seg, is_edge in zip(s, edge, strict=True):
                 key = frozenset([tuple(np.round(seg[:2], 1)), tuple(np.round(seg[2:], 1))])
                 if key in seen:

@@ -29,7 +29,8 @@ def map_arrays(names: Sequence[str], num_variants: int = 8, seed: int = 0) -> li
         elif name in GENERATORS:
             rng = np.random.default_rng([seed, sorted(GENERATORS).index(name)])
             for v in range(num_variants):
-                out.append(build_map(f"{name}-{v}", GENERATORS[name](rng), speed_limit=10.0))
+                lanelets, areas = GENERATORS[name](rng)
+                out.append(build_map(f"{name}-{v}", lanelets, areas=areas, speed_limit=10.0))
         else:
             raise ValueError(
                 f"scenes: {name!r} is not a shipped map or procedural kind; "
