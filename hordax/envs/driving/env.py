@@ -374,6 +374,19 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
             pos, yaw, vel = dyn.state_step(u)
         return pos, yaw, vel
 
+    def advance_agents(self, state: DriveState, action, params: DriveParams):
+        """New ``(pos, yaw, vel)`` of the controlled agents: the action (clipped; NaN acts as
+        0) through the vehicle model for agents still acting; done agents stay frozen, and
+        an agent whose step would be non-finite (absurd params) keeps its state."""
+        n, acting = self._n, state.active
+        pos, yaw, vel = self._move_agents(state, self._controls(action, params), params)
+        ok = jnp.isfinite(pos).all(-1) & jnp.isfinite(yaw) & jnp.isfinite(vel).all(-1)
+        keep = ~acting | ~ok
+        pos = jnp.where(keep[:, None], state.pos[:n], pos)
+        yaw = jnp.where(keep, state.yaw[:n], yaw)
+        old_vel = jnp.where(acting[:, None], state.vel[:n], 0.0)
+        return pos, yaw, jnp.where(keep[:, None], old_vel, vel)
+
     # -- the step -----------------------------------------------------------------------------
 
     def step_env(self, key, state: DriveState, action, params: DriveParams):
@@ -381,14 +394,7 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         scene = scene_at(params.scenes, state.scene)
         road = scene.road
         acting = state.active
-        pos_a, yaw_a, vel_a = self._move_agents(state, self._controls(action, params), params)
-        ok = jnp.isfinite(pos_a).all(-1) & jnp.isfinite(yaw_a) & jnp.isfinite(vel_a).all(-1)
-        keep = ~acting | ~ok  # done agents are frozen; a non-finite step is refused
-        pos_a = jnp.where(keep[:, None], state.pos[:n], pos_a)
-        yaw_a = jnp.where(keep, state.yaw[:n], yaw_a)
-        vel_a = jnp.where(
-            acting[:, None] & ok[:, None], vel_a, jnp.where(acting[:, None], state.vel[:n], 0.0)
-        )
+        pos_a, yaw_a, vel_a = self.advance_agents(state, action, params)
         moved = self._move_others(state, scene, params)
         new = moved.replace(
             pos=moved.pos.at[:n].set(pos_a),
@@ -561,7 +567,15 @@ class Drive(_Driving):
         route_hops: int = 8,
         num_variants: int = 8,
         seed: int = 0,
-        **kwargs: Any,
+        dynamics: str = "classic",
+        action_type: str = "discrete",
+        steer_bins: int = 13,
+        accel_bins: int = 7,
+        max_partners: int = 63,
+        max_road_points: int = 200,
+        lidar_rays: int = 0,
+        collision_behavior: str = "remove",
+        reward_type: str = "weighted",
     ):
         from hordax.envs.driving.sources import map_scenes
 
@@ -577,7 +591,19 @@ class Drive(_Driving):
             route_hops,
             "must be an integer >= 2",
         )
-        super().__init__(num_agents, num_agents + num_background, **kwargs)
+        super().__init__(
+            num_agents,
+            num_agents + num_background,
+            dynamics=dynamics,
+            action_type=action_type,
+            steer_bins=steer_bins,
+            accel_bins=accel_bins,
+            max_partners=max_partners,
+            max_road_points=max_road_points,
+            lidar_rays=lidar_rays,
+            collision_behavior=collision_behavior,
+            reward_type=reward_type,
+        )
         self.scene_names = (scenes,) if isinstance(scenes, str) else tuple(scenes)
         self.route_hops = route_hops
         self._scenes = map_scenes(
@@ -744,7 +770,15 @@ class DriveLog(_Driving):
         files: str | Sequence[str] = (),
         num_agents: int = 4,
         max_objects: int = 16,
-        **kwargs: Any,
+        dynamics: str = "classic",
+        action_type: str = "discrete",
+        steer_bins: int = 13,
+        accel_bins: int = 7,
+        max_partners: int = 63,
+        max_road_points: int = 200,
+        lidar_rays: int = 0,
+        collision_behavior: str = "remove",
+        reward_type: str = "weighted",
     ):
         from hordax.envs.driving import gpudrive_json
         from hordax.envs.driving.scene import stack_logs
@@ -756,7 +790,19 @@ class DriveLog(_Driving):
             max_objects,
             f"must be an integer >= num_agents={num_agents}",
         )
-        super().__init__(num_agents, max_objects, **kwargs)
+        super().__init__(
+            num_agents,
+            max_objects,
+            dynamics=dynamics,
+            action_type=action_type,
+            steer_bins=steer_bins,
+            accel_bins=accel_bins,
+            max_partners=max_partners,
+            max_road_points=max_road_points,
+            lidar_rays=lidar_rays,
+            collision_behavior=collision_behavior,
+            reward_type=reward_type,
+        )
         self.files = files
         goal_radius = DriveParams(scenes=None).goal_radius
         logs = [
