@@ -129,6 +129,8 @@ def main() -> None:
     ap.add_argument("--envs", type=int, nargs="+", default=[64, 1024])
     ap.add_argument("--agents", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--background", type=int, default=4)
+    ap.add_argument("--max-partners", type=int, default=63, help="GPUDrive's 63")
+    ap.add_argument("--max-road-points", type=int, default=200, help="GPUDrive's 200")
     ap.add_argument("--steps", type=int, default=20, help="hordax steps per timed run")
     ap.add_argument("--hw-agents", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--hw-seconds", type=float, default=8.0)
@@ -150,7 +152,13 @@ def main() -> None:
     for agents in args.agents:
         for envs in args.envs:
             run, carry = random_action_program(
-                args.env, envs, args.steps, num_agents=agents, num_background=args.background
+                args.env,
+                envs,
+                args.steps,
+                num_agents=agents,
+                num_background=args.background,
+                max_partners=args.max_partners,
+                max_road_points=args.max_road_points,
             )
             t = time.perf_counter()
             run = jax.jit(run).lower(carry).compile()

@@ -103,58 +103,56 @@ def observe(
         axis=-1,
     )
 
-    # partners: every other object that exists, within the radius
+    # partners: every other object that exists, within the radius; features are computed
+    # for the k picked rows only
     rel = rotate(state.pos[None] - pos[:, None], c[:, None], -s[:, None])  # [n, m, 2]
     dist = jnp.linalg.norm(rel, axis=-1)
     not_self = ~jnp.eye(n, m, dtype=bool)
     valid = state.exists[None] & not_self & (dist <= params.obs_radius)
     kp = min(max_partners, m - 1)
     if kp > 0:
-        idx, ok = _nearest(dist, valid, kp)
-        rel_yaw = state.yaw[None] - yaw[:, None]
-        rel_vel = rotate(state.vel[None] - state.vel[:n, None], c[:, None], -s[:, None])
-        kind = jax.nn.one_hot(state.kind - 1, 3)  # 1 vehicle, 2 pedestrian, 3 cyclist
-        per = jnp.concatenate(
+        idx, ok = _nearest(dist, valid, kp)  # [n, kp]
+        rel_yaw = state.yaw[idx] - yaw[:, None]
+        rel_vel = rotate(state.vel[idx] - state.vel[:n, None], c[:, None], -s[:, None])
+        partners = jnp.concatenate(
             [
-                jnp.ones((n, m, 1)),
-                rel / params.obs_radius,
+                jnp.ones((n, kp, 1)),
+                _take(rel, idx) / params.obs_radius,
                 jnp.cos(rel_yaw)[..., None],
                 jnp.sin(rel_yaw)[..., None],
                 rel_vel / params.max_speed,
-                jnp.broadcast_to(state.size / params.size_scale, (n, m, 2)),
-                jnp.broadcast_to(kind, (n, m, 3)),
+                state.size[idx] / params.size_scale,
+                jax.nn.one_hot(state.kind[idx] - 1, 3),  # vehicle, pedestrian, cyclist
             ],
             axis=-1,
         )
-        partners = _take(per, idx) * ok[..., None]
-        partners = _pad_rows(partners, max_partners)
+        partners = _pad_rows(partners * ok[..., None], max_partners)
     else:
         partners = jnp.zeros((n, max_partners, PARTNER_FEATURES))
 
-    # road segments by midpoint
+    # road segments by midpoint; features for the k picked segments only
     mid = 0.5 * (road.seg[:, :2] + road.seg[:, 2:])
-    rel_r = rotate(mid[None] - pos[:, None], c[:, None], -s[:, None])  # [n, R, 2]
-    dist_r = jnp.linalg.norm(rel_r, axis=-1)
-    idx, ok = _nearest(
-        dist_r, (road.kind > 0)[None] & (dist_r <= params.obs_radius), max_road_points
+    dist_r = jnp.linalg.norm(mid[None] - pos[:, None], axis=-1)  # [n, R]
+    valid_r = (road.kind > 0)[None] & (dist_r <= params.obs_radius)
+    idx, ok = _nearest(dist_r, valid_r, max_road_points)  # [n, K]
+    seg = road.seg[idx]  # [n, K, 4]
+    d = seg[..., 2:] - seg[..., :2]
+    seg_yaw = jnp.arctan2(d[..., 1], d[..., 0]) - yaw[:, None]
+    rel_r = rotate(mid[idx] - pos[:, None], c[:, None], -s[:, None])
+    roads = (
+        jnp.concatenate(
+            [
+                jnp.ones((n, max_road_points, 1)),
+                rel_r / params.obs_radius,
+                (jnp.linalg.norm(d, axis=-1) / params.size_scale)[..., None],
+                jnp.cos(seg_yaw)[..., None],
+                jnp.sin(seg_yaw)[..., None],
+                jax.nn.one_hot(road.kind[idx] - 1, NUM_ROAD_TYPES),
+            ],
+            axis=-1,
+        )
+        * ok[..., None]
     )
-    d = road.seg[:, 2:] - road.seg[:, :2]
-    seg_yaw = jnp.arctan2(d[:, 1], d[:, 0])[None] - yaw[:, None]  # [n, R]
-    seg_len = jnp.linalg.norm(d, axis=-1)
-    per_r = jnp.concatenate(
-        [
-            jnp.ones((n, rel_r.shape[1], 1)),
-            rel_r / params.obs_radius,
-            jnp.broadcast_to(seg_len / params.size_scale, (n, rel_r.shape[1]))[..., None],
-            jnp.cos(seg_yaw)[..., None],
-            jnp.sin(seg_yaw)[..., None],
-            jnp.broadcast_to(
-                jax.nn.one_hot(road.kind - 1, NUM_ROAD_TYPES), (n, *road.kind.shape, NUM_ROAD_TYPES)
-            ),
-        ],
-        axis=-1,
-    )
-    roads = _take(per_r, idx) * ok[..., None]
 
     parts = [ego, partners.reshape(n, -1), roads.reshape(n, -1)]
     if lidar_rays:

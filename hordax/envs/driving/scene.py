@@ -151,8 +151,8 @@ def stack_logs(logs: Sequence, min_roads: int = 1) -> LogScene:
 
 
 def scene_at(scenes, index: jax.Array):
-    """Scene ``index`` of a batch (a gather on every leaf)."""
-    return jax.tree.map(lambda x: x[index], scenes)
+    """Scene ``index`` of a batch (a dynamic slice of every leaf)."""
+    return jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, index, keepdims=False), scenes)
 
 
 def num_scenes(scenes) -> int:
