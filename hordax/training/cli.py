@@ -466,42 +466,65 @@ def _bench_task(dict_cfg) -> None:
     print(strict_json.dumps(row), flush=True)
 
 
-def _backtest_task(dict_cfg) -> None:
-    """The hydra task of ``hordax backtest``: table, curves and plot; one JSON line."""
+def _app_task(command: str, dict_cfg: Any, run: str, *args: Any) -> None:
+    """An app's hydra task body: typed config and its checks, ``run`` ("module:function",
+    its ``ValueError``/``TypeError`` one line, exit 2), one JSON line on stdout."""
+    import importlib
 
-    from hordax.training.backtest import run_backtest
-
-    cfg, _ = check_config("backtest", dict_cfg)
+    cfg, _ = check_config(command, dict_cfg)
+    module, _, name = run.partition(":")
     try:
-        row = run_backtest(cfg)
+        row = getattr(importlib.import_module(module), name)(cfg, *args)
     except (ValueError, TypeError) as e:
         _fail(str(e))
     print(strict_json.dumps(row), flush=True)
+
+
+def _backtest_task(dict_cfg) -> None:
+    """The hydra task of ``hordax backtest``: table, curves and plot; one JSON line."""
+    _app_task("backtest", dict_cfg, "hordax.training.backtest:run_backtest")
 
 
 def _eval_task(dict_cfg) -> None:
     """The hydra task of ``hordax eval``: evaluate a saved agent; one JSON line."""
-    from hordax.training.evaluation import run_eval
+    _app_task("eval", dict_cfg, "hordax.training.evaluation:run_eval")
 
-    cfg, _ = check_config("eval", dict_cfg)
-    try:
-        row = run_eval(cfg)
-    except (ValueError, TypeError) as e:
-        _fail(str(e))
-    print(strict_json.dumps(row), flush=True)
+
+def train_in_process(overrides: list[str], run_dir: str) -> dict:
+    """One ``hordax train`` run in this process (``hordax suite``): the same composition,
+    checks, files and host loop, with its end-of-run evaluation off (the suite runs
+    ``hordax eval``'s); ``run_dir`` is replaced. Returns the summary."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from hordax.envs.registry import make
+    from hordax.training.evaluation import train_hooks
+    from hordax.training.host.loop import train_and_log
+    from hordax.training.host.rundir import clear, write_atomic
+
+    cfg_dir = config_dir()
+    args = rewrite_env_override([*overrides, "eval.episodes=0", "progress=false"], cfg_dir)
+    GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        dict_cfg = compose("train", overrides=args)
+    cfg, resolved = check_config("train", dict_cfg)
+    cfg = dataclasses.replace(cfg, run_dir=run_dir)
+    env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
+    os.makedirs(run_dir, exist_ok=True)
+    clear(run_dir)
+    write_atomic(os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True))
+    write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    hooks = train_hooks(cfg, env, env_params, resolved)
+    return train_and_log(cfg, env, env_params, resolved, hooks)
 
 
 def _suite_task(dict_cfg) -> None:
     """The hydra task of ``hordax suite``: train and evaluate every row; one JSON line."""
-    from hordax.training.suite import run_suite
-
-    cfg, _ = check_config("suite", dict_cfg)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    try:
-        out = run_suite(cfg, log=log)
-    except (ValueError, TypeError) as e:
-        _fail(str(e))
-    print(strict_json.dumps(out), flush=True)
+    _app_task("suite", dict_cfg, "hordax.training.suite:run_suite", train_in_process, log)
 
 
 COMMANDS = {

@@ -2,7 +2,8 @@
 
 Every row of the suite's config (``hordax/configs/suite/<name>.yaml``: task, agent, the
 overrides of its tuned run, the evaluation metric and its threshold) is trained with
-``hordax train``'s own config composition and host loop for each seed, then evaluated on
+``hordax train``'s own config composition, checks and host loop for each seed (in one
+process: a persistent compilation cache lets later seeds reuse the programs), then evaluated on
 fresh episodes by ``hordax eval``'s code (:func:`hordax.training.evaluation.run_eval`,
 writing each run's ``eval.json``). Outputs in ``out_dir``: ``results.md`` and
 ``results.csv`` (task, agent, seeds, env steps, wall and compile time per seed, the metric's
@@ -14,15 +15,13 @@ and ``runs/<task>_<agent>/seed<s>/`` (every run directory).
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from hordax import strict_json
 
 #: The results table's columns.
 COLUMNS = (
@@ -78,46 +77,6 @@ def validate_suite(cfg: SuiteConfig) -> None:
         raise ValueError(f"only={list(cfg.only)}: no rows for {missing}; tasks are {tasks}")
 
 
-def _compose_train(overrides: list[str]) -> Any:
-    """``hordax train``'s composed config for ``overrides`` (its env rewriting included)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from hordax.training import cli
-
-    cfg_dir = cli.config_dir()
-    args = cli.rewrite_env_override(overrides, cfg_dir)
-    GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
-    with initialize_config_dir(str(cfg_dir), version_base=None):
-        return compose("train", overrides=args)
-
-
-def train_run(overrides: list[str], run_dir: str) -> dict:
-    """Train one run as ``hordax train`` does (config, files, host loop, evaluation off:
-    the suite evaluates with ``hordax eval``); returns its summary."""
-    from omegaconf import OmegaConf
-
-    from hordax.envs.registry import make
-    from hordax.training import cli
-    from hordax.training.host.loop import train_and_log
-    from hordax.training.host.rundir import check_free, clear, write_atomic
-
-    dict_cfg = _compose_train([*overrides, "eval.episodes=0", "progress=false"])
-    cfg, resolved = cli.check_config("train", dict_cfg)
-    cfg = dataclasses.replace(cfg, run_dir=run_dir)
-    os.makedirs(run_dir, exist_ok=True)
-    check_free(run_dir, True)
-    clear(run_dir)
-    env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
-    write_atomic(os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True))
-    write_atomic(os.path.join(run_dir, cli.OVERRIDES_FILE), strict_json.dumps(overrides))
-    from hordax.training.evaluation import train_hooks
-
-    return train_and_log(
-        cfg, env, env_params, resolved, train_hooks(cfg, env, env_params, resolved)
-    )
-
-
 def metric_value(res: dict, metric: str) -> float:
     """A row's metric from an evaluation: the mean return or a task metric's mean."""
     if metric == "return":
@@ -129,8 +88,11 @@ def metric_value(res: dict, metric: str) -> float:
     return float(res["metrics"][metric]["mean"])
 
 
-def run_suite(cfg: SuiteConfig, log=print) -> dict:
-    """Train and evaluate every row and seed; write the table, CSV and curves."""
+def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=print) -> dict:
+    """Train and evaluate every row and seed; write the table, CSV and curves.
+
+    ``train(overrides, run_dir) -> summary``: one ``hordax train`` run in this process
+    (the CLI's :func:`hordax.training.cli.train_in_process`), evaluation off."""
     from hordax.training.evaluation import EvalConfig, interval, run_eval
 
     validate_suite(cfg)
@@ -151,7 +113,7 @@ def run_suite(cfg: SuiteConfig, log=print) -> dict:
             run_dir = os.path.join(out_dir, "runs", label, f"seed{seed}")
             overrides = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
             t0 = time.perf_counter()
-            summary = train_run([*overrides, f"seed={seed}"], run_dir)
+            summary = train([*overrides, f"seed={seed}"], run_dir)
             wall = time.perf_counter() - t0
             ev = run_eval(
                 EvalConfig(run_dir=run_dir, episodes=int(row.get("episodes", cfg.episodes)))

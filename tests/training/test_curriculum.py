@@ -4,15 +4,12 @@ changes), and a run SIGKILLed mid-curriculum and resumed ending as the uninterru
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import signal
-import subprocess
-import sys
 
 import jax
 import pytest
+from test_checkpoint import RUN as CHECKPOINT_RUN
+from test_checkpoint import N, _cli, _killed, _rows, _untimed
 
 from hordax.agents.ppo import PPOConfig
 from hordax.envs.registry import make
@@ -73,65 +70,44 @@ def test_curriculum_trainer__level_is_traced_state_no_recompile():
         make_trainer(bad, env, params, validate(bad))
 
 
-# --- SIGKILL + resume through the CLI ---------------------------------------------------------
+# --- SIGKILL + resume through the CLI: test_checkpoint.py's fault-injection run, with a curriculum
 
-N = 6
 RUN = [
-    "env=Debug-PointMass-v0",
-    "trainer.num_envs=8",
-    "trainer.rollout_length=32",
-    f"trainer.total_env_steps={8 * 32 * N}",
-    f"trainer.num_chunks={N}",
-    "agent.num_minibatches=2",
-    "agent.num_epochs=1",
-    "agent.network.hidden_sizes=[16]",
+    *CHECKPOINT_RUN,
     "curriculum=navigate",
     "curriculum.field=max_steps_in_episode",
     "curriculum.start=30",
     "curriculum.min_level=10",
     "curriculum.max_level=60",
     "eval.episodes=4",
-    "eval.every=2",
-    "checkpoint.every=1",
-    "progress=false",
+    "eval.every=4",
 ]
 
 
-def _cli(args, cwd, fault=None):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("XLA_FLAGS", None)
-    env.pop("HORDAX_FAULT_AT", None)
-    if fault:
-        env["HORDAX_FAULT_AT"] = fault
-    cmd = [sys.executable, "-m", "hordax.training.cli", "train", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
-
-
-def _rows(run_dir):
-    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in ("wall_s", "sps")} for r in rows]
+def _untimed_rows(run_dir):
+    return _untimed(_rows(run_dir))
 
 
 @pytest.mark.timeout(900)
 def test_curriculum__sigkill_and_resume_continue_it_exactly(tmp_path):
     full = tmp_path / "full"
-    proc = _cli([*RUN, f"hydra.run.dir={full}"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    rows = _rows(full)
+    summary = _cli([*RUN, f"hydra.run.dir={full}"], tmp_path)
+    rows = _untimed_rows(full)
     levels = [r["curriculum/level"] for r in rows]
-    assert levels[0] == 30 and len(set(levels)) > 1, levels  # the level moved
+    assert len(rows) == N and levels[0] == 30 and len(set(levels)) > 1, levels  # it moved
     assert all(r["curriculum/next"] == n for r, n in zip(rows[:-1], levels[1:], strict=True))
     assert summary["curriculum"]["final_level"] == rows[-1]["curriculum/next"]
-    assert [("eval/return" in r) for r in rows] == [False, True, False, True, False, True]
+    assert [c for c, r in enumerate(rows) if "eval/return" in r] == [3, 7, 11, 15]
 
     run = tmp_path / "killed"
-    killed = _cli([*RUN, f"hydra.run.dir={run}"], tmp_path, fault="chunk:4")
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    resumed = _cli([f"resume={run}"], tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _killed([*RUN, f"hydra.run.dir={run}"], tmp_path, "chunk:7")  # mid-curriculum
+    _killed([f"resume={run}"], tmp_path, "metrics:3")  # logged, not checkpointed
+    again = _cli([f"resume={run}"], tmp_path)
     assert (run / "params.msgpack").read_bytes() == (full / "params.msgpack").read_bytes()
-    assert _rows(run) == rows
-    again = json.loads(resumed.stdout.strip().splitlines()[-1])
+    assert _untimed_rows(run) == rows
     assert again["curriculum"] == summary["curriculum"]
     assert again["eval"]["return"] == summary["eval"]["return"]
+    # Resumed after its last chunk: the summary still has the curriculum and the evaluation.
+    end = _cli([f"resume={run}"], tmp_path)
+    assert end["curriculum"] == summary["curriculum"]
+    assert end["eval"]["return"] == summary["eval"]["return"]

@@ -230,3 +230,56 @@ def test_cli__bad_input_is_one_line_naming_the_key(cartpole_run, args, names):
     err = proc.stderr.strip()
     assert proc.returncode == 2 and len(err.splitlines()) == 1, err[-2000:]
     assert names in err, err
+
+
+def _zero_policy(space) -> Policy:
+    p = Policy()
+    p.initial_carry = lambda n: ()
+    dtype = jnp.int32 if not hasattr(space, "low") else jnp.float32
+    shape = tuple(space.shape)
+    p.act = lambda params, st, carry, obs, first, key: (
+        jnp.zeros((obs.shape[0], *shape), dtype),
+        carry,
+    )
+    return p
+
+
+@pytest.mark.timeout(300)
+def test_runner__multi_agent_returns_are_masked_per_agent_and_per_team():
+    """Multi-agent envs: each agent's return is its reward summed over the steps it is
+    active (``info["agent_mask"]``), equal to a step-by-step reference loop; the episode's
+    return is the masked mean over agents, and each team's is reported."""
+    from hordax.envs.registry import make
+    from hordax.envs.wrappers import ClipAction
+    from hordax.training.evaluation.episodes import _env_step, episode_stats
+
+    env, params = make("Debug-MultiPointMass-v0", params={"max_steps_in_episode": 20})
+    policy = _zero_policy(env.action_space(params))
+    keys = episode_keys(0, 3)
+    out = jax.device_get(make_runner(env, params, policy, 50)(None, None, keys))
+    assert out["return"].shape == (3, env.num_agents) and np.all(out["done"])
+    step = jax.jit(_env_step(ClipAction(env)))
+    for i in range(3):  # the reference: one episode at a time, by hand
+        k_reset, k_loop = jax.random.split(keys[i])
+        obs, state = env.reset(k_reset, params)
+        total, active = np.zeros(env.num_agents), np.zeros(env.num_agents, bool)
+        for _ in range(50):
+            k_loop, k_step = jax.random.split(k_loop)
+            act = jnp.zeros(env.action_space(params).shape, jnp.float32)
+            obs, state, r, term, trunc, info = step(k_step, state, act, params)
+            mask = np.asarray(info.get("agent_mask", np.ones(env.num_agents, bool)))
+            total += np.where(mask, np.asarray(r), 0.0)
+            active |= mask
+            if term or trunc:
+                break
+        np.testing.assert_allclose(out["return"][i], total, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(out["active"][i], active)
+    tag, tparams = make("MPE-SimpleTag-v0")
+    tout = jax.device_get(
+        make_runner(tag, tparams, _zero_policy(tag.action_space(tparams)), 50)(None, None, keys)
+    )
+    st = episode_stats(tout, tag.team_index, tag.team_names)
+    assert set(st["team_return"]) == {"adversary", "agent"}
+    ret = np.asarray(tout["return"])
+    np.testing.assert_allclose(st["team_return"]["agent"]["mean"], ret[:, 3].mean(), rtol=1e-6)
+    np.testing.assert_allclose(st["return"]["mean"], ret.mean(), rtol=1e-6)

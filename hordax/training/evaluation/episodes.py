@@ -76,7 +76,10 @@ def _env_step(env: Any) -> Callable:
 def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Callable:
     """``run(params, stats, keys [N]) -> dict`` (jitted): ``N`` episodes, one per key.
 
-    Returns ``return f32[N]``, ``length i32[N]``, ``terminated bool[N]`` (vs truncated),
+    Returns ``return f32[N]`` (multi-agent envs, reward ``[N, A]``: ``f32[N, A]``, each
+    agent's reward summed over the steps ``info["agent_mask"]`` marks it active),
+    ``active bool[N, A]`` (multi-agent: the agent was active at some step), ``length
+    i32[N]``, ``terminated bool[N]`` (vs truncated),
     ``metrics {name: [N]}`` (``info["metrics"]`` on each episode's last step) and ``done
     bool[N]`` (False: still running after ``max_steps``, which the caller refuses).
     Actions go through :class:`~hordax.envs.wrappers.ClipAction`, as in training.
@@ -95,6 +98,9 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
             jax.vmap(step, in_axes=(0, 0, 0, None)), ks[:, 0], state, act0, env_params
         )[5]
         metrics0 = jax.tree.map(lambda s: jnp.zeros(s.shape, jnp.float32), info0.get("metrics", {}))
+        shape = jax.eval_shape(
+            jax.vmap(step, in_axes=(0, 0, 0, None)), ks[:, 0], state, act0, env_params
+        )[2].shape  # [N] or [N, A]
         carry = {
             "t": jnp.int32(0),
             "obs": obs,
@@ -102,7 +108,8 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
             "rnn": policy.initial_carry(n),
             "first": jnp.ones(n, bool),
             "alive": jnp.ones(n, bool),
-            "return": jnp.zeros(n, jnp.float32),
+            "return": jnp.zeros(shape, jnp.float32),
+            "active": jnp.zeros(shape, bool),
             "length": jnp.zeros(n, jnp.int32),
             "terminated": jnp.zeros(n, bool),
             "metrics": metrics0,
@@ -121,6 +128,9 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
             )
             alive = c["alive"]
             ended = alive & (term | trunc)
+            counted = alive.reshape(alive.shape + (1,) * (reward.ndim - 1))
+            if reward.ndim > 1:  # multi-agent: masked agents contribute nothing
+                counted = counted & info.get("agent_mask", jnp.ones(reward.shape, bool))
             metrics = {
                 k: jnp.where(ended, v.astype(jnp.float32), c["metrics"][k])
                 for k, v in info.get("metrics", {}).items()
@@ -132,7 +142,8 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
                 "rnn": _where(alive, rnn, c["rnn"]),
                 "first": jnp.zeros(n, bool),
                 "alive": alive & ~(term | trunc),
-                "return": c["return"] + jnp.where(alive, reward.astype(jnp.float32), 0.0),
+                "return": c["return"] + jnp.where(counted, reward.astype(jnp.float32), 0.0),
+                "active": c["active"] | counted,
                 "length": c["length"] + alive.astype(jnp.int32),
                 "terminated": c["terminated"] | (alive & term),
                 "metrics": metrics,
@@ -142,6 +153,7 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
         out = jax.lax.while_loop(cond, body, carry)
         return {
             "return": out["return"],
+            "active": out["active"],
             "length": out["length"],
             "terminated": out["terminated"],
             "metrics": out["metrics"],
@@ -212,14 +224,36 @@ def interval(values: Any, level: float = 0.95) -> dict[str, Any]:
     return {"mean": mean, "ci95": [mean - half, mean + half], "std": std}
 
 
-def episode_stats(out: dict) -> dict[str, Any]:
+def masked_mean(returns: Any, active: Any) -> np.ndarray:
+    """Per episode: the mean return over the agents that were ever active (``[N, A]`` ->
+    ``[N]``; NaN where none was)."""
+    r, a = np.asarray(returns, np.float64), np.asarray(active, bool)
+    with np.errstate(invalid="ignore"):
+        return np.sum(np.where(a, r, 0.0), axis=1) / np.sum(a, axis=1)
+
+
+def episode_stats(out: dict, team_index: Any = None, team_names: Any = None) -> dict[str, Any]:
     """The statistics of a runner's output (numpy): ``return``, ``episode_length`` and
     every task metric as :func:`interval`, ``terminated`` (fraction), ``episodes`` and
-    ``steps`` (env steps taken by the episodes)."""
+    ``steps`` (env steps taken by the episodes). Multi-agent (``return [N, A]``): ``return``
+    is the masked mean over agents per episode, ``team_return`` that of each team
+    (``team_index``: the static team of each agent slot, ``team_names``)."""
+    ret = np.asarray(out["return"])
+    extra = {}
+    if ret.ndim > 1:
+        active = np.asarray(out["active"])
+        teams = np.zeros(ret.shape[1], int) if team_index is None else np.asarray(team_index)
+        names = team_names or [f"team_{t}" for t in range(int(teams.max()) + 1)]
+        extra["team_return"] = {
+            name: interval(masked_mean(ret[:, teams == t], active[:, teams == t]))
+            for t, name in enumerate(names)
+        }
+        ret = masked_mean(ret, active)
     return {
-        "episodes": int(np.asarray(out["return"]).size),
+        "episodes": int(ret.shape[0]),
         "steps": int(np.sum(out["length"])),
-        "return": interval(out["return"]),
+        "return": interval(ret),
+        **extra,
         "episode_length": interval(out["length"]),
         "terminated": float(np.mean(out["terminated"])),
         "metrics": {k: interval(v) for k, v in sorted(out["metrics"].items())},

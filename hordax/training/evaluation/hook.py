@@ -35,10 +35,11 @@ class EvalHook:
         self.result, self.chunk = self.evaluator(driver.saved()), c
         row.update(flat_fields(self.result))
 
-    def summary(self) -> dict:
-        """``{"eval": ...}`` of the newest evaluation (``{}`` if none ran)."""
+    def summary(self, driver: Any, saved: dict) -> dict:
+        """``{"eval": ...}`` of the newest evaluation; the final agent ``saved`` is evaluated
+        here when no chunk ran in this process (a run resumed after its last chunk)."""
         if self.result is None:
-            return {}
+            self.result, self.chunk = self.evaluator(saved), self.num_chunks - 1
         return {"eval": {"chunk": self.chunk, **self.result}}
 
 

@@ -188,15 +188,17 @@ class Evaluator:
             "return": np.concatenate([o["return"] for o in outs]),
             "length": np.concatenate([o["length"] for o in outs]),
             "terminated": np.concatenate([o["terminated"] for o in outs]),
+            "active": np.concatenate([o["active"] for o in outs]),
             "metrics": {
                 k: np.concatenate([o["metrics"][k] for o in outs]) for k in outs[0]["metrics"]
             },
         }
-        res = episode_stats(pooled)
+        res = episode_stats(pooled, *_teams(self.env))
         res["episodes_per_member"] = self.episodes
         if len(outs) > 1:
             res["members"] = [
-                {"algorithm": a, **episode_stats(o)} for a, o in zip(labels, outs, strict=True)
+                {"algorithm": a, **episode_stats(o, *_teams(self.env))}
+                for a, o in zip(labels, outs, strict=True)
             ]
         res.update(
             seed=self.seed,
@@ -215,7 +217,7 @@ class Evaluator:
         lengths = np.asarray(self.last_outs[0]["length"])[:v]
         traj = make_trajectory(self.env, self.env_params, group.policy, int(lengths.max()) + 1)
         states, alive = jax.device_get(traj(*_member(group.members, 0), self.keys[:v]))
-        render = jax.jit(self.env.render)
+        render = _renderer(self.env, jax.tree.map(lambda x: x[0, 0], states), self.env_params)
         frames = []
         for i in range(v):
             for t in range(int(lengths[i]) + 1):  # the first observation ... the last step's
@@ -224,6 +226,24 @@ class Evaluator:
                     frames.append(np.asarray(render(state, self.env_params), np.uint8))
         write_video(path, frames, fps)
         return len(frames)
+
+
+def _teams(env: Any) -> tuple[Any, Any]:
+    """``(team_index, team_names)`` of a multi-agent env (``(None, None)`` otherwise)."""
+    if not is_multi_agent(env):
+        return None, None
+    return env.team_index, list(env.team_names)
+
+
+def _renderer(env: Any, state: Any, env_params: Any) -> Any:
+    """``env.render`` jitted where it traces (pure-JAX renders), else as is (host renders
+    that read numpy values)."""
+    jitted = jax.jit(env.render)
+    try:
+        jitted(state, env_params)
+    except (TypeError, ValueError):  # jax.errors.ConcretizationTypeError and kin are TypeErrors
+        return env.render
+    return jitted
 
 
 def _member(members: Any, k: int) -> tuple[Any, Any]:

@@ -17,7 +17,6 @@ from hordax.training.config.curriculum import next_level
 class CurriculumHook:
     def __init__(self, cfg: Any):
         self.cfg = cfg
-        self.levels: list[int] = []
 
     def after_chunk(self, driver: Any, row: dict) -> None:
         cc = self.cfg
@@ -27,16 +26,16 @@ class CurriculumHook:
         if new != level:
             old = driver.state.level
             driver.state = driver.state.replace(level=jax.device_put(jnp.int32(new), old.sharding))
-        self.levels.append(new)
 
-    def summary(self) -> dict:
+    def summary(self, driver: Any, saved: dict) -> dict:
         cc = self.cfg
+        level = int(jax.device_get(driver.state.level))  # also for a run resumed at its end
         return {
             "curriculum": {
                 "name": cc.name,
                 "field": cc.field,
                 "metric": cc.metric,
-                "final_level": self.levels[-1] if self.levels else None,
+                "final_level": level,
             }
         }
 
