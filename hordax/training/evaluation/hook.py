@@ -32,6 +32,8 @@ class EvalHook:
         due = self.every > 0 and (c + 1) % self.every == 0
         if not (due or c + 1 == self.num_chunks):
             return
+        if getattr(driver, "state", None) is None:  # a host driver (PQL's parallel mode)
+            return  # without a state between chunks: evaluated in summary()
         self.result, self.chunk = self.evaluator(driver.saved()), c
         row.update(flat_fields(self.result))
 
