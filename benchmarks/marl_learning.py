@@ -25,8 +25,8 @@ import numpy as np
 import yaml
 
 import hordax
-from hordax.agents.ppo import IPPOConfig, MAPPOConfig
 from hordax.agents.networks import NetworkConfig
+from hordax.agents.ppo import IPPOConfig, MAPPOConfig
 from hordax.envs.wrappers import ClipAction, LogEpisode, VecEnv
 from hordax.envs.wrappers.normalize import normalize, slot_stats
 from hordax.training.config import TrainerConfig
@@ -151,12 +151,15 @@ def main() -> None:
     train_s = time.perf_counter() - t0
     metrics = jax.device_get(metrics)
     saved = jax.device_get(pop.saved_agent(state))
-    count = np.maximum(metrics["episode_count"], 1)
-    curves = (metrics["episode_return_sum"] / count).tolist()
+    count = metrics["episode_count"]
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN: no episode ended yet
+        curves = np.where(count > 0, metrics["episode_return_sum"] / count, np.nan).tolist()
     evals = []
     for i in range(args.seeds):
         member = jax.tree.map(lambda x, i=i: x[i], saved)
-        evals.append(evaluate(trainer, env, params, member, args.episodes, jax.random.key(10**6 + i)))
+        evals.append(
+            evaluate(trainer, env, params, member, args.episodes, jax.random.key(10**6 + i))
+        )
     returns = np.array([e["return"] for e in evals])
     out = {
         "env": args.env,
@@ -174,7 +177,7 @@ def main() -> None:
         "eval": evals,
         "eval_return_mean": float(returns.mean()),
         "eval_return_std": float(returns.std()),
-        "train_curves": curves,
+        "train_curves": [[None if np.isnan(v) else v for v in row] for row in curves],
     }
     for key in evals[0]:
         vals = np.array([e[key] for e in evals])
@@ -193,8 +196,8 @@ def main() -> None:
         c = np.array(curves)
         x = (np.arange(c.shape[1]) + 1) * pop.resolved.steps_per_update
         fig, ax = plt.subplots(figsize=(5, 3.2))
-        ax.plot(x, c.mean(0), label=f"{args.agent} mean of {args.seeds} seeds")
-        ax.fill_between(x, c.min(0), c.max(0), alpha=0.3, label="min-max")
+        ax.plot(x, np.nanmean(c, 0), label=f"{args.agent} mean of {args.seeds} seeds")
+        ax.fill_between(x, np.nanmin(c, 0), np.nanmax(c, 0), alpha=0.3, label="min-max")
         ax.set_xlabel("env steps (per seed)")
         ax.set_ylabel("training episode return")
         ax.set_title(f"{args.env}: eval {returns.mean():.2f} ± {returns.std():.2f}")

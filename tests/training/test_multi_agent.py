@@ -157,7 +157,7 @@ def test_team_data_never_moves_another_teams_parameters():
     assert any(changed)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)  # two MAPPO programs: ~8 min of compiling at load average 25
 def test_population_equals_single_runs_and_mappo_runs():
     env = TwoTeams()
     params = env.default_params

@@ -181,6 +181,8 @@ def make_team_agent(
     num_updates: int,
 ) -> TeamAgent:
     """One PPO learner per team of a multi-agent env (checks naming ``agent.<key>``)."""
+    rnn_size = int(agent_cfg.network.rnn_size)
+    need(rnn_size == 0, "agent.network.rnn_size", rnn_size, "multi-agent PPO is feed-forward (0)")
     teams = env_teams(env, env_params)
     names = [t.name for t in teams]
     n = int(env.num_agents)
