@@ -123,8 +123,8 @@ def jaxmarl_train(num_updates: int):
             )
             _, last_v = net.apply(params, to_rows(obs))
 
-            def gae(c, t):
-                adv, nv = c
+            def gae(acc, t):
+                adv, nv = acc
                 reward, value, done = t
                 delta = reward + c_g * nv * (1 - done) - value
                 adv = delta + c_g * c["GAE_LAMBDA"] * (1 - done) * adv
