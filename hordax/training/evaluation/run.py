@@ -142,8 +142,8 @@ class Evaluator:
     ):
         if is_multi_agent(env):
             raise ValueError(
-                f"env={cfg.env.id}: evaluation of multi-agent envs needs a multi-agent trainer"
-                " (none is registered yet)"
+                f"env={cfg.env.id}: hordax eval does not load multi-agent (ippo/mappo) agents"
+                " yet; benchmarks/marl_learning.py evaluates them"
             )
         self.cfg, self.env, self.env_params = cfg, env, env_params
         self.episodes, self.seed, self.deterministic = episodes, seed, deterministic
