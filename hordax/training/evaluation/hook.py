@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hordax.envs.core import is_multi_agent
 from hordax.training.evaluation.run import Evaluator, flat_fields
 
 
@@ -48,14 +47,13 @@ class EvalHook:
 
 def train_hooks(cfg: Any, env: Any, env_params: Any, resolved: Any) -> tuple:
     """The chunk hooks a run's config asks for: its curriculum (first: evaluation then
-    sees the row it wrote) and evaluation (``eval.episodes > 0``; single-agent envs only
-    for now: multi-agent runs, ippo/mappo, get no ``eval`` block)."""
+    sees the row it wrote) and evaluation (``eval.episodes > 0``)."""
     from hordax.training.host.curriculum import make_curriculum
 
     hooks: list = []
     curriculum = make_curriculum(cfg, env, env_params)
     if curriculum is not None:
         hooks.append(curriculum)
-    if cfg.eval.episodes > 0 and not is_multi_agent(env):  # see Evaluator: not yet
+    if cfg.eval.episodes > 0:
         hooks.append(EvalHook(cfg, env, env_params, resolved))
     return tuple(hooks)

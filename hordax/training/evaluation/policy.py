@@ -5,6 +5,13 @@ members, a mixed ensemble's groups), acting greedily (deterministic) or by sampl
 every leaf stacked ``[K]``; a mixed ensemble: ``{"groups": {algorithm: that}}``). The agent is
 rebuilt from the run's config through the algorithm registry; observations are normalized
 with the saved, frozen statistics by the ``NormalizeObservation`` wrapper's formula.
+
+Multi-agent runs (``agent=ippo``/``mappo``): the agent is the trainer's own
+:class:`~hordax.training.core.multi_agent.TeamAgent` (``make_team_agent``: per-team
+parameters ``{team: {"actor", "critic"}}``, the agent-id one-hot, MAPPO's critic shape), acting
+on the env's ``[N, n, D]`` observations; the saved statistics are per team (``[K, D]``; with
+MAPPO's critic observation the ``"actor"`` entry of ``{"actor", "critic"}``) and each agent
+slot is normalized with its team's, as the wrapper does.
 """
 
 from __future__ import annotations
@@ -17,10 +24,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-from hordax.envs.wrappers.normalize import normalize
+from hordax.envs.core import is_multi_agent
+from hordax.envs.wrappers.normalize import RunningStats, normalize, slot_stats
 from hordax.training.ensemble.members import Members
 from hordax.training.evaluation.episodes import Policy
 from hordax.training.trainers import agent_config
+from hordax.training.trainers.ppo import make_team_agent
 from hordax.training.trainers.registry import algorithm
 
 
@@ -34,11 +43,16 @@ class Group:
     policy: Policy
 
 
-def make_policy(algo: str, agent: Any, deterministic: bool) -> Policy:
+#: Algorithms whose policy can be sampled (``deterministic=false``): PPO's, single or multi agent.
+STOCHASTIC = ("ppo", "ippo", "mappo")
+
+
+def make_policy(algo: str, agent: Any, deterministic: bool, team_index: Any = None) -> Policy:
     """The :class:`~hordax.training.evaluation.episodes.Policy` of a registered algorithm's
     agent: ``act_greedy`` (PPO the mean / most likely action, PQN ``argmax Q``, PQL its
     actor) or, with ``deterministic=False``, PPO's sampled action (recurrent PPO through
-    its GRU carry: ``act_greedy_recurrent`` / ``act_recurrent``)."""
+    its GRU carry: ``act_greedy_recurrent`` / ``act_recurrent``). ``team_index`` (a
+    multi-agent env's static team of each slot): the saved statistics are per team."""
     inference_state = algorithm(algo).inference_state
     recurrent = bool(getattr(agent, "recurrent", False))
     policy = Policy()
@@ -46,7 +60,8 @@ def make_policy(algo: str, agent: Any, deterministic: bool) -> Policy:
     def prep(params, stats, obs):
         obs = obs.astype(jnp.float32)
         if stats is not None:
-            obs = normalize(obs, stats["mean"], stats["var"])
+            frozen = RunningStats(stats["mean"], stats["var"], None)
+            obs = normalize(obs, *slot_stats(frozen, team_index))
         return inference_state(params), obs
 
     if recurrent:
@@ -77,6 +92,8 @@ def _as_members(saved: dict, stacked: bool) -> Members:
     stats = (saved.get("normalizer") or {}).get("obs_stats")
     if stats is not None:  # RunningStats (in a live run) or its state dict (from a file)
         stats = serialization.to_state_dict(stats)
+        if "actor" in stats:  # {"actor", "critic"} (critic observations): the actor acts
+            stats = stats["actor"]
         stats = {"mean": stats["mean"], "var": stats["var"]}
     params, stats = saved["params"], stats
     if not stacked:
@@ -120,17 +137,27 @@ def groups_of(
         parts = [(cfg.agent.name, cfg.agent, _as_members(saved, stacked))]
     out = []
     for algo, acfg, members in parts:
-        if not deterministic and algo != "ppo":
+        if not deterministic and algo not in STOCHASTIC:
             raise ValueError(
                 f"deterministic=false: agent.name={algo} has no stochastic policy to sample"
                 " (only PPO's is); use deterministic=true"
             )
-        agent = algorithm(algo).make_agent(
-            acfg, env.observation_space(env_params).shape, env.action_space(env_params), 1
-        )
+        agent = _make_agent(cfg, algo, acfg, env, env_params)
+        team_index = env.team_index if is_multi_agent(env) else None
         _check_params(algo, agent, members, where)
-        out.append(Group(algo, agent, members, make_policy(algo, agent, deterministic)))
+        policy = make_policy(algo, agent, deterministic, team_index)
+        out.append(Group(algo, agent, members, policy))
     return out
+
+
+def _make_agent(cfg: Any, algo: str, acfg: Any, env: Any, env_params: Any) -> Any:
+    """The agent a run trained: the registry's for one agent, the PPO trainer's team agent
+    for a multi-agent env (the same network application as in training)."""
+    if is_multi_agent(env):
+        critic_obs = bool(getattr(acfg, "critic_obs", False))
+        return make_team_agent(acfg, env, env_params, critic_obs, cfg.trainer, 1)
+    space = env.action_space(env_params)
+    return algorithm(algo).make_agent(acfg, env.observation_space(env_params).shape, space, 1)
 
 
 def load_saved(path: str) -> dict:

@@ -140,11 +140,6 @@ class Evaluator:
         deterministic: bool = True,
         max_steps: int = 0,
     ):
-        if is_multi_agent(env):
-            raise ValueError(
-                f"env={cfg.env.id}: hordax eval does not load multi-agent (ippo/mappo) agents"
-                " yet; benchmarks/marl_learning.py evaluates them"
-            )
         self.cfg, self.env, self.env_params = cfg, env, env_params
         self.episodes, self.seed, self.deterministic = episodes, seed, deterministic
         limit = int(getattr(env_params, "max_steps_in_episode", 0) or 0)
