@@ -47,12 +47,21 @@ class Group:
 STOCHASTIC = ("ppo", "ippo", "mappo")
 
 
-def make_policy(algo: str, agent: Any, deterministic: bool, team_index: Any = None) -> Policy:
+def make_policy(
+    algo: str,
+    agent: Any,
+    deterministic: bool,
+    team_index: Any = None,
+    critic_shape: tuple[int, ...] | None = None,
+) -> Policy:
     """The :class:`~hordax.training.evaluation.episodes.Policy` of a registered algorithm's
     agent: ``act_greedy`` (PPO the mean / most likely action, PQN ``argmax Q``, PQL its
     actor) or, with ``deterministic=False``, PPO's sampled action (recurrent PPO through
     its GRU carry: ``act_greedy_recurrent`` / ``act_recurrent``). ``team_index`` (a
-    multi-agent env's static team of each slot): the saved statistics are per team."""
+    multi-agent env's static team of each slot): the saved statistics are per team.
+    ``critic_shape`` (an agent trained with critic observations, e.g. MAPPO): sampling goes
+    through ``agent.act``, which also returns the critic's value; its critic input is zeros
+    of this shape, as the value is thrown away (and the critic dropped by XLA)."""
     inference_state = algorithm(algo).inference_state
     recurrent = bool(getattr(agent, "recurrent", False))
     policy = Policy()
@@ -81,6 +90,8 @@ def make_policy(algo: str, agent: Any, deterministic: bool, team_index: Any = No
             st, obs = prep(params, stats, obs)
             if deterministic:
                 return agent.act_greedy(st, obs), carry
+            if critic_shape is not None:
+                obs = {"actor": obs, "critic": jnp.zeros((obs.shape[0], *critic_shape))}
             return agent.act(st, obs, key)[0], carry
 
     policy.act = act
@@ -144,8 +155,11 @@ def groups_of(
             )
         agent = _make_agent(cfg, algo, acfg, env, env_params)
         team_index = env.team_index if is_multi_agent(env) else None
+        critic_shape = None
+        if getattr(acfg, "critic_obs", False):
+            critic_shape = tuple(env.critic_observation_space(env_params).shape)
         _check_params(algo, agent, members, where)
-        policy = make_policy(algo, agent, deterministic, team_index)
+        policy = make_policy(algo, agent, deterministic, team_index, critic_shape)
         out.append(Group(algo, agent, members, policy))
     return out
 
