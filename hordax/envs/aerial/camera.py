@@ -101,10 +101,14 @@ def _slot_hit(o, d, inv, inv_axy, kind, center, size):
     ocz = jnp.where(is_sphere, o[2] - center[2], 0.0)
     r = size[0]
     b = ocx * d[0] + ocy * d[1] + ocz * d[2]
-    c = ocx * ocx + ocy * ocy + ocz * ocz - r * r
     a = jnp.where(is_sphere, 1.0, d[0] * d[0] + d[1] * d[1])
     inv_a = jnp.where(is_sphere, 1.0, inv_axy)
-    disc = b * b - a * c
+    # b^2 - a c = a (r^2 - h^2), h = distance from the centre (axis) to the ray's line: the
+    # textbook b^2 - a c cancels two numbers ~|oc|^2 and loses digits at grazing rays
+    s = b * inv_a
+    px, py = ocx - s * d[0], ocy - s * d[1]
+    pz = jnp.where(is_sphere, ocz - s * d[2], 0.0)
+    disc = a * (r * r - (px * px + py * py + pz * pz))
     sq = jnp.sqrt(jnp.maximum(disc, 0.0))
     t0, t1 = (-b - sq) * inv_a, (-b + sq) * inv_a
     tq = jnp.where(t0 > 0, t0, t1)
