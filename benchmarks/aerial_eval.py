@@ -85,8 +85,9 @@ for k, v in m.items():
 cr = m["crashed"] > 0
 for k, v in mmean.items():
     out["episode_mean_" + k] = round(float(np.mean(v)), 4)
-out["final_distance_no_crash"] = float(m["distance"][~cr].mean()) if (~cr).any() else None
-out["distance_p95"] = float(np.percentile(m["distance"], 95))
+if "distance" in m:
+    out["final_distance_no_crash"] = float(m["distance"][~cr].mean()) if (~cr).any() else None
+    out["distance_p95"] = float(np.percentile(m["distance"], 95))
 out["crash_times"] = np.asarray(t_end)[cr][:20].tolist()
 out["crash_final_z"] = np.asarray(st.quad.pos[:, 2])[cr][:20].round(2).tolist()
 out["secs"] = round(time.perf_counter() - t, 1)
