@@ -448,9 +448,9 @@ def _concat(trees: list) -> Any:
 # that computes everything the checks read: a random-action trajectory batched with the
 # NaN/inf-action ones, the time-limit records, the vmapped steps over states and over params,
 # the batch layer's pooled resets, and one un-vmapped reference stepper (a ``lax.map`` over
-# slots) that the vmap, batch and jit-vs-eager checks all compare against. The checks then
-# read its outputs on the host; the newest two results are kept, so a suite that runs an
-# env's checks one after the other computes them once.
+# slots) that the vmap and batch checks compare against. The checks then read its outputs
+# on the host; the newest few results are kept, so a suite that runs an env's checks one
+# after the other computes them once.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -469,8 +469,6 @@ class _Sizes:
     batch_steps: int = 8
     batch_max_steps: int = 3
     reset_pool: int = 1
-    eager_steps: int = 4
-    eager_max_steps: int = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -615,12 +613,6 @@ def _batches(env: Any, sizes: _Sizes, flags: _Flags, params: Any, key: jax.Array
     _, v_outs = jax.lax.scan(v_body, v_states, (v_keys, v_actions))
     out["vmap"] = {"reset": (v_obs, v_states), "steps": v_outs}
 
-    # jit vs eager: the keys, actions and params of check_jit_matches_eager.
-    ne = sizes.eager_steps
-    p_eager = _with_max_steps(params, sizes.eager_max_steps)
-    e_keys = jax.random.split(key, 2 * ne + 1)
-    e_actions = sample_n(e_keys[1 : ne + 1])
-
     # The batch layer: VecEnv with a pool of reset_pool resets per step.
     nb = sizes.batch_envs if flags.no_reset_step else 0
     if nb:
@@ -630,24 +622,18 @@ def _batches(env: Any, sizes: _Sizes, flags: _Flags, params: Any, key: jax.Array
         )  # (state0, keys, actions, outputs)
         b_keys = jax.vmap(lambda k: jax.random.split(jax.random.split(k)[1], nb))(out["batch"][1])
 
-    # The un-vmapped reference: slots = vmap slots (2N), the eager slot, the batch slots;
-    # each slot steps alone (lax.map: the step's code sees one env, unbatched).
-    Tr = max(sizes.vmap_steps, ne, sizes.batch_steps if nb else 0)
+    # The un-vmapped reference: slots = vmap slots (2N), then the batch slots; each slot
+    # steps alone (lax.map: the step's code sees one env, unbatched).
+    Tr = max(sizes.vmap_steps, sizes.batch_steps if nb else 0)
     pad = lambda x, n: jnp.concatenate([x, jnp.repeat(x[-1:], Tr - n, 0)]) if Tr > n else x  # noqa: E731
     pad_tree = lambda t, n: jax.tree.map(lambda x: pad(x, n), t)  # noqa: E731
-    r_params = [*instances, p_eager] + ([p_batch] * nb if nb else [])
-    r_params = _stack(r_params)
-    reset_keys = jnp.concatenate([v_reset_keys, e_keys[:1]])
-    n_reset = 2 * N + 1
+    r_params = _stack([*instances] + ([p_batch] * nb if nb else []))
     r_obs0, r_state0 = jax.lax.map(
         lambda a: env.reset(a[0], a[1]),
-        (reset_keys, jax.tree.map(lambda x: x[:n_reset], r_params)),
+        (v_reset_keys, jax.tree.map(lambda x: x[: 2 * N], r_params)),
     )
-    r_keys = [pad(v_keys, len(steps)), pad(e_keys[ne + 1 :, None], ne)]
-    r_actions = [
-        pad_tree(v_actions, len(steps)),
-        pad_tree(jax.tree.map(lambda a: a[:, None], e_actions), ne),
-    ]
+    r_keys = [pad(v_keys, len(steps))]
+    r_actions = [pad_tree(v_actions, len(steps))]
     init = r_state0
     if nb:
         state0_b, _, actions_b, _ = out["batch"]
@@ -677,7 +663,7 @@ _PARTS = {
         _batches,
         (
             "vmap_envs", "vmap_steps", "vmap_max_steps", "vmap_scale", "batch_envs",
-            "batch_steps", "batch_max_steps", "reset_pool", "eager_steps", "eager_max_steps",
+            "batch_steps", "batch_max_steps", "reset_pool",
         ),
     ),
 }  # fmt: skip
@@ -1004,24 +990,27 @@ def check_jit_matches_eager(
     """Jitted ``reset``/``step`` equal the same calls under ``jax.disable_jit()`` (atol 1e-5).
 
     Uses ``max_steps_in_episode=max_steps`` so the auto-reset branch is exercised too. The
-    jitted calls are the contract program's un-vmapped reference slot for them.
+    jitted side is the env's own jitted ``reset``/``step`` (the programs that users call), not
+    the contract program: a step inside that larger program fuses floats differently, and
+    eager vs jit is about the env's own programs.
     """
-    params, key = _params(env, params), _key(key)
-    limited = _with_max_steps(params, max_steps)
-    data = _contract_data(
-        env, params, key, "vmap", eager_steps=num_steps, eager_max_steps=max_steps
-    )
-    ref, slot = data["reference"], 2 * _Sizes().vmap_envs
-    jitted = [_slot(ref["reset"], slot)]
-    jitted += [_slot(_step_at(ref["steps"], t), slot) for t in range(num_steps)]
-    actions = [_slot(_step_at(ref["actions"], t), slot) for t in range(num_steps)]
+    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
     keys = jax.random.split(key, 2 * num_steps + 1)
+    space = env.action_space(params)
+    actions = [space.sample(k) for k in keys[1 : num_steps + 1]]
+    step_keys = keys[num_steps + 1 :]
+
+    def run():
+        outs = [env.reset(keys[0], params)]
+        state = outs[0][1]
+        for k, a in zip(step_keys, actions, strict=True):
+            outs.append(env.step(k, state, a, params))
+            state = outs[-1][1]
+        return outs
+
+    jitted = run()
     with jax.disable_jit():
-        eager = [env.reset(keys[0], limited)]
-        state = eager[0][1]
-        for k, a in zip(keys[num_steps + 1 :], actions, strict=True):
-            eager.append(env.step(k, state, a, limited))
-            state = eager[-1][1]
+        eager = run()
     try:
         assert_trees_close(eager[0], jitted[0], "reset (eager vs jit)", **_TOL)
         for t in range(1, num_steps + 1):
@@ -1353,7 +1342,7 @@ def check_batch_resets(
     }
     data = _contract_data(env, params, key, "vmap", **sizes)
     _, _, _, outs = data["batch"]
-    first = 2 * _Sizes().vmap_envs + 1  # the batch slots of the reference
+    first = 2 * _Sizes().vmap_envs  # the batch slots of the reference
     ref = data["reference"]["steps"]
     try:
         for t in range(num_steps):
