@@ -8,8 +8,10 @@ registered):
 - the same key gives the same parameter checksum twice, another key another one.
 
 Each algorithm runs on a small env whose actions it takes (CartPole-v1 for discrete or any
-actions, Pendulum-v1 for continuous ones), with its config's defaults shrunk by
-:data:`SMALL` (an algorithm without an entry runs its defaults).
+actions, Pendulum-v1 for continuous ones; a multi-agent config, ``IPPOConfig`` and its
+subclasses, Debug-MultiPointMass-v0, or MPE-Simple-v0 where the config reads the env's
+critic observation), with its config's defaults shrunk by :data:`SMALL` (an algorithm
+without an entry runs its defaults).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 import pytest
 
 import hordax
+from hordax.agents.ppo import IPPOConfig
 from hordax.training.config import TrainerConfig, resolve
 from hordax.training.core.report import params_checksum
 from hordax.training.trainers.registry import ALGORITHMS
@@ -35,7 +38,17 @@ SMALL = {
     "ppo": {"num_minibatches": 2, "num_epochs": 2, "network": {"hidden_sizes": [16]}},
     "pqn": {"num_minibatches": 2, "num_epochs": 2, "network": {"hidden_sizes": [16]}},
     "pql": {"batch_size": 16, "buffer_size": 128, "beta_av": 0.5, "hidden_sizes": [16]},
+    "ippo": {"num_minibatches": 2, "num_epochs": 2, "network": {"hidden_sizes": [16]}},
+    "mappo": {"num_minibatches": 2, "num_epochs": 2, "network": {"hidden_sizes": [16]}},
 }
+
+
+def _env_id(alg) -> str:
+    """The env algorithm ``alg`` trains on here (see the module docstring)."""
+    cfg = alg.config()
+    if isinstance(cfg, IPPOConfig):
+        return "MPE-Simple-v0" if getattr(cfg, "critic_obs", False) else "Debug-MultiPointMass-v0"
+    return ENVS[alg.action_space]
 
 
 def _replace(cfg, fields: dict):
@@ -52,7 +65,7 @@ def _replace(cfg, fields: dict):
 def _setup(name: str):
     """``(trainer, jitted train)`` of algorithm ``name``."""
     alg = ALGORITHMS[name]
-    env, params = hordax.make(ENVS[alg.action_space])
+    env, params = hordax.make(_env_id(alg))
     agent_cfg = _replace(alg.config(), SMALL.get(name, {}))
     alg.validate(agent_cfg, TRAINER)
     trainer = alg.trainer(TRAINER, agent_cfg, env, params, resolve(TRAINER))
