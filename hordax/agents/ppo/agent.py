@@ -19,7 +19,7 @@ from hordax.agents.networks import (
     ValueHead,
 )
 from hordax.agents.ppo.config import PPOConfig
-from hordax.agents.ppo.losses import policy_loss, value_loss
+from hordax.agents.ppo.losses import policy_loss, value_loss, weighted_mean
 from hordax.agents.sgd import (
     annealed_learning_rate,
     apply_gradient,
@@ -58,6 +58,13 @@ class PPOBatch:
     value: jax.Array  # [N] behaviour value V(obs)
     advantage: jax.Array  # [N] GAE advantage
     target: jax.Array  # [N] value target = advantage + value
+    # Multi-agent: bool[N], the row's agent was active when it acted (rows with False add
+    # nothing to the losses, the advantage normalization or the diagnostics). None: all.
+    mask: jax.Array | None = None
+
+
+#: The per-row fields both batch kinds share.
+_SEQ_FIELDS = ("obs", "action", "log_prob", "value", "advantage", "target")
 
 
 @struct.dataclass
@@ -74,12 +81,27 @@ class RecurrentPPOBatch:
     carry0: dict  # {"actor": [B, H], "critic": [B, H]}: carries at the rollout's start
 
 
+def actor_input(obs: Any) -> jax.Array:
+    """The actor's observation: ``obs``, or ``obs["actor"]`` of an ``{"actor", "critic"}``
+    pair (``VecEnv(critic_obs=True)``)."""
+    return obs["actor"] if isinstance(obs, dict) else obs
+
+
+def critic_input(obs: Any) -> jax.Array:
+    """The critic's observation: ``obs``, or ``obs["critic"]`` of a pair (the env's
+    ``critic_observation``: asymmetric actor-critic, MAPPO's centralized critic)."""
+    return obs["critic"] if isinstance(obs, dict) else obs
+
+
 class PPOAgent:
     """PPO for ``Discrete`` or ``Box`` action spaces (one actor and one critic network).
 
+    Observations are arrays, or ``{"actor": ..., "critic": ...}`` pairs: the actor reads
+    ``"actor"``, the critic ``"critic"`` (``obs_shape`` is then the dict of both shapes).
+
     Args:
         config: hyperparameters.
-        obs_shape: single observation shape.
+        obs_shape: single observation shape (a dict of two for pairs).
         action_space: gymnax ``Discrete`` or ``Box`` space.
         num_updates: rollouts in the whole run (sets the learning-rate schedule).
     """
@@ -88,7 +110,11 @@ class PPOAgent:
         self, config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any, num_updates: int
     ):
         self.config = config
-        self.obs_shape = tuple(obs_shape)
+        self.obs_shape = (
+            {k: tuple(v) for k, v in obs_shape.items()}
+            if isinstance(obs_shape, dict)
+            else tuple(obs_shape)
+        )
         if isinstance(action_space, spaces.Discrete):
             self.continuous, self.action_dim = False, int(action_space.n)
         elif isinstance(action_space, spaces.Box):
@@ -117,7 +143,11 @@ class PPOAgent:
     # --- acting -------------------------------------------------------------------------
     def init(self, key: jax.Array) -> PPOState:
         key_actor, key_critic = jax.random.split(key)
-        dummy = jnp.zeros((1, *self.obs_shape), jnp.float32)
+        dummy = jax.tree.map(
+            lambda s: jnp.zeros((1, *s), jnp.float32),
+            self.obs_shape,
+            is_leaf=lambda x: isinstance(x, tuple),
+        )
         if self.recurrent:
             seq, reset, carry = dummy[None], jnp.zeros((1, 1), bool), self.initial_carry(1)
             params = {
@@ -126,14 +156,14 @@ class PPOAgent:
             }
         else:
             params = {
-                "actor": self.actor.init(key_actor, dummy),
-                "critic": self.critic.init(key_critic, dummy),
+                "actor": self.actor.init(key_actor, actor_input(dummy)),
+                "critic": self.critic.init(key_critic, critic_input(dummy)),
             }
         hparams = {k: jnp.float32(getattr(self.config, k)) for k in TRACED_HPARAMS}
         return PPOState(params, self.optimizer.init(params), hparams, jnp.int32(0))
 
-    def _dist(self, actor_params: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
-        out, log_std = self.actor.apply(actor_params, obs)
+    def _dist(self, actor_params: Any, obs: Any) -> tuple[jax.Array, jax.Array | None]:
+        out, log_std = self.actor.apply(actor_params, actor_input(obs))
         return out, log_std
 
     def _log_prob_entropy(self, out: jax.Array, log_std: Any, action: jax.Array):
@@ -170,8 +200,8 @@ class PPOAgent:
         out, log_std = self._dist(state.params["actor"], obs)
         return self._log_prob_entropy(out, log_std, action)[0]
 
-    def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
-        return self.critic.apply(state.params["critic"], obs)
+    def value(self, state: PPOState, obs: Any) -> jax.Array:
+        return self.critic.apply(state.params["critic"], critic_input(obs))
 
     # --- recurrent acting (network.rnn_size > 0) -----------------------------------------
     def initial_carry(self, batch_size: int) -> dict[str, jax.Array]:
@@ -220,24 +250,28 @@ class PPOAgent:
         minibatch ``[T, b]`` is unrolled from its ``carry0`` with its resets."""
         if not self.recurrent:
             out, log_std = self._dist(params["actor"], mb.obs)
-            value = self.critic.apply(params["critic"], mb.obs)
+            value = self.critic.apply(params["critic"], critic_input(mb.obs))
             return (*self._log_prob_entropy(out, log_std, mb.action), value, mb)
         (out, log_std), _ = self.actor.apply(params["actor"], mb.obs, mb.reset, mb.carry0["actor"])
         value, _ = self.critic.apply(params["critic"], mb.obs, mb.reset, mb.carry0["critic"])
         T, b = mb.reset.shape
         rows = lambda x: x.reshape((T * b, *x.shape[2:]))  # noqa: E731
-        flat = PPOBatch(*(rows(getattr(mb, f)) for f in PPOBatch.__dataclass_fields__))
+        flat = PPOBatch(*(rows(getattr(mb, f)) for f in _SEQ_FIELDS))
         return (*self._log_prob_entropy(rows(out), log_std, flat.action), rows(value), flat)
 
     def _loss(self, params: Any, hp: dict, mb: Any) -> tuple[jax.Array, dict]:
         cfg = self.config
         log_prob, entropy, value, mb = self._forward(params, mb)
-        adv = mb.advantage
-        if cfg.normalize_advantages:
+        adv, w = mb.advantage, mb.mask
+        if cfg.normalize_advantages and w is None:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, hp["clip_eps"])
-        v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value)
-        ent = jnp.mean(entropy)
+        elif cfg.normalize_advantages:  # over the minibatch's active rows only
+            mean = weighted_mean(adv, w)
+            std = jnp.sqrt(weighted_mean(jnp.square(adv - mean), w))
+            adv = (adv - mean) / (std + 1e-8)
+        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, hp["clip_eps"], w)
+        v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value, w)
+        ent = weighted_mean(entropy, w)
         total = pi_loss + hp["vf_coef"] * v_loss - hp["ent_coef"] * ent
         return total, {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": ent, **diag}
 
@@ -261,10 +295,7 @@ class PPOAgent:
             # [T, B] leaves split on B, carries [B, H] on B.
             m = cfg.num_minibatches
             return b.replace(
-                **{
-                    f: split_minibatches(getattr(b, f), perm, m, 1)
-                    for f in PPOBatch.__dataclass_fields__
-                },
+                **{f: split_minibatches(getattr(b, f), perm, m, 1) for f in _SEQ_FIELDS},
                 reset=split_minibatches(b.reset, perm, m, 1),
                 carry0=jax.tree.map(lambda c: split_minibatches(c, perm, m), b.carry0),
             )

@@ -33,6 +33,8 @@ class UpdateLoop:
     member_axis = False
     seed_axis = 1
     driver = "jit"
+    #: Whether this trainer handles multi-agent envs (the agent axis folded into its batch).
+    multi_agent_ok = False
 
     def __init__(
         self,
@@ -43,12 +45,13 @@ class UpdateLoop:
         resolved: Resolved,
         stack_cfg: Any = "agent",
     ):
-        if is_multi_agent(env):
+        if is_multi_agent(env) and not self.multi_agent_ok:
             raise NotImplementedError(f"the {self.name} trainer supports single-agent envs")
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
         stack_cfg = agent_cfg if stack_cfg == "agent" else stack_cfg
         self.env = make_env_stack(env, stack_cfg, trainer_cfg.num_envs, trainer_cfg.reset_pool)
+
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.action_space = env.action_space(env_params)
 
