@@ -294,20 +294,6 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         )
         self.collision_behavior, self.reward_type = collision_behavior, reward_type
 
-    # -- identity: equal configurations share compiled programs -------------------------------
-
-    #: ``(class, every constructor argument)``, set by the subclass. The default params are a
-    #: deterministic function of it, so a program traced with one env static (gymnax's
-    #: ``reset(key)`` closes over ``default_params``) is right for every equal env.
-    _config: tuple = ()
-
-    def __eq__(self, other: object) -> bool:
-        """Envs built with the same arguments are interchangeable (jit static args)."""
-        return isinstance(other, _Driving) and self._config == other._config
-
-    def __hash__(self) -> int:
-        return hash(self._config)
-
     def agent_mask(self, state: DriveState, params: DriveParams) -> jax.Array:
         """``bool[n]``: the controlled agents still acting (spawned, not done)."""
         return state.active
@@ -631,24 +617,6 @@ class Drive(_Driving):
         )
         self._default = DriveParams(scenes=self._scenes)
         self.validate_params(self._default)
-        self._config = (
-            type(self),
-            self.scene_names,
-            num_agents,
-            num_background,
-            route_hops,
-            num_variants,
-            seed,
-            dynamics,
-            action_type,
-            steer_bins,
-            accel_bins,
-            max_partners,
-            max_road_points,
-            lidar_rays,
-            collision_behavior,
-            reward_type,
-        )
 
     @property
     def default_params(self) -> DriveParams:
@@ -850,21 +818,6 @@ class DriveLog(_Driving):
         self.random_reset = len(files) > 1
         self._default = DriveParams(scenes=stack_logs(logs, min_roads=self.max_road_points))
         self.validate_params(self._default)
-        self._config = (
-            type(self),
-            self.files,
-            num_agents,
-            max_objects,
-            dynamics,
-            action_type,
-            steer_bins,
-            accel_bins,
-            max_partners,
-            max_road_points,
-            lidar_rays,
-            collision_behavior,
-            reward_type,
-        )
 
     @property
     def default_params(self) -> DriveParams:

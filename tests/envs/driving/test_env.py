@@ -242,23 +242,3 @@ def test_env__pettingzoo_adapter_api_and_seed_tests():
 
     parallel_api_test(make(), num_cycles=30)
     parallel_seed_test(make)
-
-
-def test_env__equal_arguments_make_equal_envs_with_equal_defaults():
-    """Envs are jit static args (PettingZoo adapter, gymnax's reset): equal constructor
-    arguments give equal, equally hashed envs whose default params (closed over by a shared
-    trace) are identical; any differing argument makes them unequal."""
-    kw = dict(scenes="procedural-merge", num_agents=2, num_background=1, num_variants=2, **TINY)
-    a, b = Drive(**kw), Drive(**kw)
-    assert a is not b and a == b and hash(a) == hash(b)
-    testing.assert_trees_close(a.default_params, b.default_params, "default params", exact=True)
-    for change in (
-        {"seed": 1},
-        {"scenes": "procedural-roundabout"},
-        {"max_partners": 4},
-        {"collision_behavior": "stop"},
-    ):
-        assert Drive(**{**kw, **change}) != a, change
-    log = DriveLog(num_agents=2, **TINY)
-    assert log == DriveLog(num_agents=2, **TINY) and log != DriveLog(num_agents=3, **TINY)
-    assert log != a
