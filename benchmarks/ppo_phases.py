@@ -1,4 +1,4 @@
-"""Where a PPO update's time goes: the phases of ``OnPolicyTrainer.update`` timed apart.
+"""Where a PPO update's time goes: the phases of ``PPOTrainer.update`` timed apart.
 
 For one torso on Grid-DoorKey-8x8-v0 (the setting of ``benchmarks/torso_speed.py``), each
 phase is jitted on its own and timed on the trainer's own state: ``rollout`` (the env steps
@@ -24,10 +24,11 @@ import jax
 import hordax
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOBatch, PPOConfig
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate
-from hordax.training.estimators import compute_gae
-from hordax.training.on_policy import OnPolicyTrainer, bootstrap_values
-from hordax.training.rollout import rollout
+from hordax.training.config import TrainConfig, TrainerConfig
+from hordax.training.core.estimators import bootstrap_values, compute_gae
+from hordax.training.core.rollout import rollout
+from hordax.training.trainers import validate
+from hordax.training.trainers.ppo import PPOTrainer
 
 
 def timed(fn, *args, repeats: int) -> float:
@@ -57,7 +58,7 @@ def main() -> None:
     env, params = hordax.make(args.env)
     net = NetworkConfig(torso=args.torso, shared_torso=args.shared_torso)
     cfg = TrainConfig(
-        trainer=OnPolicyTrainerConfig(
+        trainer=TrainerConfig(
             num_envs=args.num_envs,
             rollout_length=args.rollout_length,
             total_env_steps=args.num_envs * args.rollout_length,
@@ -66,7 +67,7 @@ def main() -> None:
         agent=PPOConfig(network=net),
     )
     resolved = validate(cfg)
-    trainer = OnPolicyTrainer(cfg.trainer, cfg.agent, env, params, resolved)
+    trainer = PPOTrainer(cfg.trainer, cfg.agent, env, params, resolved)
     agent, acfg = trainer.agent, cfg.agent
     state = jax.jit(trainer.init)(jax.random.key(0))
     T, B = args.rollout_length, args.num_envs

@@ -42,8 +42,8 @@ import hordax
 from hordax import strict_json
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOConfig
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, resolve
-from hordax.training.on_policy import OnPolicyTrainer
+from hordax.training.config import TrainConfig, TrainerConfig, resolve
+from hordax.training.trainers.ppo import PPOTrainer
 
 ENV_ID = "CartPole-v1"
 THRESHOLD = 475.0
@@ -118,7 +118,7 @@ def make_evaluator(env: Any, params: Any, num_envs: int, max_steps: int = 500):
 def hordax_runner(hp: dict, total_steps: int, chunks: int):
     """(init(key) -> state, chunk(state) -> state, policy(state, obs, key)) for hordax."""
     env, params = hordax.make(ENV_ID)
-    trainer_cfg = OnPolicyTrainerConfig(
+    trainer_cfg = TrainerConfig(
         num_envs=hp["num_envs"],
         rollout_length=hp["rollout_length"],
         total_env_steps=total_steps,
@@ -138,7 +138,7 @@ def hordax_runner(hp: dict, total_steps: int, chunks: int):
         network=NetworkConfig(hidden_sizes=list(hp["hidden_sizes"]), activation=hp["activation"]),
     )
     resolved = resolve(TrainConfig(trainer=trainer_cfg))
-    trainer = OnPolicyTrainer(trainer_cfg, agent_cfg, env, params, resolved)
+    trainer = PPOTrainer(trainer_cfg, agent_cfg, env, params, resolved)
     init = jax.jit(trainer.init)
     chunk = jax.jit(lambda s: trainer.run_chunk(s, resolved.chunk_updates)[0])
 

@@ -9,7 +9,7 @@ return reaches the threshold, plus compile time. Writes a PNG of return vs wall 
 
 ``--parallel`` adds a third curve, ``pql-parallel``: the same PQL config with
 ``agent.mode=parallel`` (actor, V-learner and P-learner concurrently, see
-``hordax/training/pql_parallel.py``); its summary also gives the achieved update ratios and
+``hordax/training/host/pql_parallel.py``); its summary also gives the achieved update ratios and
 each role's busy time. ``--extra KEY=VALUE`` (repeatable) is passed to every run.
 
 Training returns include exploration noise (PPO: its Gaussian policy; PQL: per-env noise

@@ -23,7 +23,7 @@ Prints one JSON line per torso and a table; results go to ``benchmarks/RESULTS.m
 
 from __future__ import annotations
 
-import hordax.training.sharding as sh
+import hordax.training.host.sharding as sh
 from hordax import strict_json
 
 sh.use_all_cpu_cores()  # as the CLI does, before jax initializes
@@ -40,9 +40,9 @@ import hordax  # noqa: E402
 from hordax.agents import networks  # noqa: E402
 from hordax.agents.networks import NetworkConfig  # noqa: E402
 from hordax.agents.ppo import PPOConfig  # noqa: E402
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate  # noqa: E402
-from hordax.training.on_policy import OnPolicyTrainer  # noqa: E402
-from hordax.training.run import make_programs  # noqa: E402
+from hordax.training.config import TrainConfig, TrainerConfig  # noqa: E402
+from hordax.training.host.programs import make_programs  # noqa: E402
+from hordax.training.trainers import make_trainer, validate  # noqa: E402
 
 ENV_ID = "Grid-DoorKey-8x8-v0"
 
@@ -53,7 +53,7 @@ def build(variant: str, num_envs: int, rollout_length: int, updates: int) -> dic
     torso, _, shared = variant.partition("/")
     env, params = hordax.make(ENV_ID)
     cfg = TrainConfig(
-        trainer=OnPolicyTrainerConfig(
+        trainer=TrainerConfig(
             num_envs=num_envs,
             rollout_length=rollout_length,
             total_env_steps=updates * num_envs * rollout_length,
@@ -62,8 +62,7 @@ def build(variant: str, num_envs: int, rollout_length: int, updates: int) -> dic
         agent=PPOConfig(network=NetworkConfig(torso=torso, shared_torso=shared == "shared")),
     )
     resolved = validate(cfg)
-    trainer = OnPolicyTrainer(cfg.trainer, cfg.agent, env, params, resolved)
-    progs = make_programs(cfg, trainer, resolved)
+    progs = make_programs(cfg, make_trainer(cfg, env, params, resolved))
     state = progs.init(*progs.init_args)
     t = time.perf_counter()
     chunk = progs.chunk.lower(state).compile()

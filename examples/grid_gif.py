@@ -19,8 +19,8 @@ from PIL import Image
 import hordax
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOConfig
-from hordax.training.config import OnPolicyTrainerConfig
-from hordax.training.on_policy import OnPolicyTrainer
+from hordax.training.config import TrainerConfig
+from hordax.training.trainers.ppo import PPOTrainer
 
 
 def main() -> None:
@@ -33,8 +33,8 @@ def main() -> None:
     args = ap.parse_args()
 
     env, params = hordax.make(args.env)
-    trainer = OnPolicyTrainer(
-        OnPolicyTrainerConfig(num_envs=32, rollout_length=32, total_env_steps=args.steps),
+    trainer = PPOTrainer(
+        TrainerConfig(num_envs=32, rollout_length=32, total_env_steps=args.steps),
         PPOConfig(
             learning_rate=1e-3,
             num_minibatches=4,

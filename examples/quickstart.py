@@ -21,10 +21,10 @@ print(obs.shape, info["final_observation"].shape)  # (4096, 4) (4096, 4)
 
 # Train PPO in five lines: train(key) is one pure, jittable function.
 from hordax.agents.ppo import PPOConfig  # noqa: E402
-from hordax.training.config import OnPolicyTrainerConfig  # noqa: E402
-from hordax.training.on_policy import make_train  # noqa: E402
+from hordax.training.config import TrainerConfig  # noqa: E402
+from hordax.training.trainers import make_train  # noqa: E402
 
-train = make_train(OnPolicyTrainerConfig(total_env_steps=200_000), PPOConfig(), env, params)
+train = make_train(TrainerConfig(total_env_steps=200_000), PPOConfig(), env, params)
 final_state, metrics = jax.jit(train)(jax.random.key(42))
 returns = metrics["episode_return_sum"] / jnp.maximum(metrics["episode_count"], 1)
 print(f"mean episode return over the last 10 updates: {float(returns[-10:].mean()):.1f}")

@@ -32,7 +32,7 @@ def test_readme__quick_start_matches_example():
     for call in (
         'hordax.make("CartPole-v1")',
         "jax.vmap(env.reset, in_axes=(0, None))",
-        "make_train(OnPolicyTrainerConfig(total_env_steps=200_000), PPOConfig(), env, params)",
+        "make_train(TrainerConfig(total_env_steps=200_000), PPOConfig(), env, params)",
         "jax.jit(jax.vmap(train))",
     ):
         assert call in readme and call in example, call

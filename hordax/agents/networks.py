@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hordax.validation import need
+
 ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "swish": nn.swish, "gelu": nn.gelu, "elu": nn.elu}
 
 
@@ -69,18 +71,28 @@ def conv_features(cfg: NetworkConfig) -> tuple[int, ...]:
     return tuple(int(c) for c in cfg.conv_features) or DEFAULT_CONV_FEATURES.get(cfg.torso, ())
 
 
+def validate_layers(hidden_sizes: Sequence[int], activation: str, prefix: str) -> None:
+    """The checks of an MLP's widths and activation (every agent's networks): ``ValueError``
+    naming ``<prefix>hidden_sizes`` or ``<prefix>activation``."""
+    need(
+        bool(hidden_sizes) and all(int(h) >= 1 for h in hidden_sizes),
+        f"{prefix}hidden_sizes",
+        list(hidden_sizes),
+        "need >= 1 layer, each >= 1",
+    )
+    need(
+        activation in ACTIVATIONS,
+        f"{prefix}activation",
+        repr(activation),
+        f"allowed values are {sorted(ACTIVATIONS)}",
+    )
+
+
 def validate_network(cfg: NetworkConfig, prefix: str = "agent.network") -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
     if cfg.torso not in ("mlp", "cnn", "grid"):
         raise ValueError(f"{prefix}.torso={cfg.torso!r}: allowed values are 'mlp', 'cnn', 'grid'")
-    if cfg.activation not in ACTIVATIONS:
-        raise ValueError(
-            f"{prefix}.activation={cfg.activation!r}: allowed values are {sorted(ACTIVATIONS)}"
-        )
-    if not cfg.hidden_sizes or any(int(h) < 1 for h in cfg.hidden_sizes):
-        raise ValueError(
-            f"{prefix}.hidden_sizes={list(cfg.hidden_sizes)}: need >= 1 layer, each >= 1"
-        )
+    validate_layers(cfg.hidden_sizes, cfg.activation, f"{prefix}.")
     for key in ("embed_vocab", "embed_dim"):
         if int(getattr(cfg, key)) < 1:
             raise ValueError(f"{prefix}.{key}={getattr(cfg, key)}: must be an integer >= 1")

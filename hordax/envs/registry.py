@@ -78,6 +78,16 @@ def entry_point(env_id: str) -> str | None:
     return getattr(factory, "entry_point", None)
 
 
+def constructor_accepts(env_id: str, names: list[str]) -> bool:
+    """Whether the constructor behind ``env_id`` takes every keyword in ``names`` (False for
+    an unknown id)."""
+    factory = gx_registration._registry.get(env_id)
+    if factory is None:
+        return False
+    ctor, _ = _split_kwargs(factory, dict.fromkeys(names))
+    return set(ctor) == set(names)
+
+
 def _split_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict, dict]:
     """Split ``kwargs`` into constructor arguments and the rest (params overrides)."""
     target = factory

@@ -5,11 +5,12 @@ The run directory of a population run (``hordax train agent=ensemble ...``) is r
 the rolling selection and the baselines then trade one deterministic episode over the whole
 split (from its first row, ``random_start=False``, no time limit). Ensemble weights and the
 first rolling member come from the members' scores on the validation split, never from the
-split being tested. Baselines: ``buy_and_hold`` (the env's ``buy_and_hold_return`` metric,
-costless, from the same first row: equal weights for the stock envs, ``max_position`` BTC
-for the crypto env), ``cash`` (flat) and, for the multi-asset stock envs,
-``equal_weight`` (rebalanced to 1/N every step) and ``min_variance`` (rebalanced every step
-to the long-only minimum-variance weights of the train split's returns), both costless.
+split being tested. Baselines (:mod:`hordax.envs.trading.baselines`): ``buy_and_hold``
+(the env's ``buy_and_hold_return`` metric, costless, from the same first row: equal weights
+for the stock envs, ``max_position`` BTC for the crypto env), ``cash`` (flat) and, for the
+multi-asset stock envs, ``equal_weight`` (rebalanced to 1/N every step) and ``min_variance``
+(rebalanced every step to the long-only minimum-variance weights of the train split's
+returns), both costless.
 Equity curves are ``1 + info["metrics"]["return"]``: portfolio value over initial capital
 (the crypto env: net assets ``cash + position * close`` over its ``initial_cash``, FinRL's
 convention).
@@ -32,7 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from hordax.envs.trading import metrics
+from hordax.envs.registry import make
+from hordax.envs.trading import metrics, splits
+from hordax.envs.trading.baselines import portfolio_baselines
+from hordax.training import ensemble as ens_mod
 
 SPLITS = ("train", "validation", "test", "all")
 #: The table's metric columns (:mod:`hordax.envs.trading.metrics`).
@@ -82,22 +86,18 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     Raises ``ValueError`` (clear message) for a missing run dir, a run that is not a
     population, an env without splits or returns, or an unknown split.
     """
-    from hordax.training import ensemble as ens_mod
-
     validate_backtest(cfg)
     run = ens_mod.load_run(cfg.run_dir)
     tc = run.cfg
-    if not ens_mod.supports_split(tc.env.id):
+    if not splits.supports_split(tc.env.id):
         raise ValueError(
             f"env={tc.env.id!r}: backtest needs an env with split= and random_start= "
             "(the trading envs: StockTrading-v0, StockPortfolio-v0, CryptoTrading-v0)"
         )
     if cfg.data:
-        from hordax.envs.registry import make
-
-        before = _obs_shape(make, tc)
+        before = _obs_shape(tc)
         tc.env.kwargs = {**dict(tc.env.kwargs), "data": cfg.data}
-        after = _obs_shape(make, tc)
+        after = _obs_shape(tc)
         if after != before:
             raise ValueError(
                 f"data={cfg.data!r}: observations have shape {after}, the members were trained"
@@ -126,7 +126,8 @@ def run_backtest(cfg: BacktestConfig) -> dict:
         for t in range(bh.shape[0]):
             full[t + 1] = bh[t] if alive[t] else full[t]
         curves["buy_and_hold"] = full
-    base, mv_weights = portfolio_baselines(tc, cfg.split, res["curve"].shape[0])
+    env = (tc.env.id, dict(tc.env.kwargs), dict(tc.env.params))
+    base, mv_weights = portfolio_baselines(*env, cfg.split, res["curve"].shape[0])
     curves.update(base)
     curves["cash"] = np.ones(res["curve"].shape[0])
 
@@ -182,64 +183,7 @@ def check_whole_split(alive: np.ndarray, names: list[str], split: str) -> None:
         )
 
 
-def split_params(tc: Any, split: str) -> tuple[Any, int]:
-    """``(env_params, first row)`` of the deterministic full-split episode of ``split``."""
-    from hordax.training.ensemble import split_env
-
-    _, params, _ = split_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), split)
-    return params, int(params.start_lo)
-
-
-def rebalanced_curve(close: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``f64[T]`` value of a costless portfolio rebalanced to ``weights[N]`` before every
-    step: ``curve[t + 1] = curve[t] * sum_i w_i close[t + 1, i] / close[t, i]``, for
-    ``close[T, N]`` and ``curve[0] = 1``."""
-    close = np.asarray(close, np.float64)
-    rel = close[1:] / close[:-1]
-    return np.concatenate([[1.0], np.cumprod(rel @ np.asarray(weights, np.float64))])
-
-
-def project_simplex(v: np.ndarray) -> np.ndarray:
-    """Euclidean projection of ``v[N]`` onto ``{w >= 0, sum w = 1}`` (sort-based)."""
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    rho = np.nonzero(u - css / np.arange(1, v.size + 1) > 0)[0][-1]
-    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
-
-
-def min_variance_weights(returns: np.ndarray, iterations: int = 5000) -> np.ndarray:
-    """Long-only minimum-variance weights ``w[N]`` (``min w' S w`` over the simplex, ``S``
-    the sample covariance of ``returns[T, N]``), by projected gradient descent with step
-    ``1 / (2 * largest eigenvalue of S)``."""
-    cov = np.cov(np.asarray(returns, np.float64), rowvar=False)
-    step = 1.0 / (2.0 * np.linalg.eigvalsh(cov)[-1])
-    w = np.full(cov.shape[0], 1.0 / cov.shape[0])
-    for _ in range(iterations):
-        w = project_simplex(w - step * 2.0 * cov @ w)
-    return w
-
-
-def portfolio_baselines(tc: Any, split: str, length: int) -> tuple[dict, np.ndarray | None]:
-    """``equal_weight`` and ``min_variance`` curves (``f64[length]``) over ``split``'s episode
-    rows, both costless and rebalanced every step; the minimum-variance weights come from the
-    train split's per-step returns only (no look-ahead into the tested period). Single-asset
-    data (the crypto env) has neither: ``({}, None)``."""
-    params, lo = split_params(tc, split)
-    close = np.asarray(params.close, np.float64)[lo : lo + length]
-    if close.shape[1] < 2:
-        return {}, None
-    train, t_lo = split_params(tc, "train")
-    t_close = np.asarray(train.close, np.float64)[t_lo : int(train.end)]
-    w = min_variance_weights(t_close[1:] / t_close[:-1] - 1.0)
-    n = close.shape[1]
-    curves = {
-        "equal_weight": rebalanced_curve(close, np.full(n, 1.0 / n)),
-        "min_variance": rebalanced_curve(close, w),
-    }
-    return curves, w
-
-
-def _obs_shape(make, tc) -> tuple[int, ...]:
+def _obs_shape(tc: Any) -> tuple[int, ...]:
     env, params = make(tc.env.id, params=dict(tc.env.params), **dict(tc.env.kwargs))
     return tuple(env.observation_space(params).shape)
 

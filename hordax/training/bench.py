@@ -29,10 +29,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from hordax.training import sharding
-from hordax.training.config import EnvConfig
-from hordax.training.sharding import MeshConfig
+from hordax.agents.ppo import PPOConfig
+from hordax.envs.registry import make
+from hordax.training.config import EnvConfig, MeshConfig, TrainConfig, TrainerConfig, validate_mesh
+from hordax.training.core.env_stack import make_env_stack
+from hordax.training.host import sharding
+from hordax.training.host.programs import make_programs
+from hordax.training.trainers import PPOTrainer, validate
 
 CSV_FIELDS = (
     "mode",
@@ -80,7 +86,7 @@ def validate_bench(cfg: BenchConfig) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
     if cfg.mode not in ("random", "train"):
         raise ValueError(f"mode={cfg.mode}: allowed values are ['random', 'train']")
-    sharding.validate_mesh(cfg.mesh)
+    validate_mesh(cfg.mesh)
     for key in ("num_envs", "steps", "repeats", "rollout_length", "num_minibatches"):
         if int(getattr(cfg, key)) < 1:
             raise ValueError(f"{key}={getattr(cfg, key)}: must be an integer >= 1")
@@ -142,11 +148,6 @@ def random_rollout_carry(key: jax.Array, env_state: Any, obs: Any, num_envs: int
 
 def measure_random(cfg: BenchConfig) -> dict[str, Any]:
     """Random-action env steps/s of hordax's wrapper stack (and the bare env as baseline)."""
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    from hordax.envs.wrappers import ClipAction, LogEpisode, VecEnv
-
     env, params = _make(cfg)
     mesh = sharding.train_mesh(cfg.mesh, cfg.num_envs)
     n = cfg.num_envs
@@ -172,7 +173,7 @@ def measure_random(cfg: BenchConfig) -> dict[str, Any]:
         jax.block_until_ready(fn(carry))  # warm-up run
         return compile_s, fn, carry
 
-    stack = VecEnv(LogEpisode(ClipAction(env)), n, reset_pool=cfg.reset_pool)
+    stack = make_env_stack(env, None, n, cfg.reset_pool)
     programs = {
         "hordax": compiled(
             lambda k: stack.reset(k, params), lambda k, s, a: stack.step(k, s, a, params)
@@ -203,16 +204,11 @@ def measure_random(cfg: BenchConfig) -> dict[str, Any]:
 
 def measure_train(cfg: BenchConfig) -> dict[str, Any]:
     """PPO training env steps/s (whole updates) at ``num_envs``."""
-    from hordax.agents.ppo import PPOConfig
-    from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate
-    from hordax.training.on_policy import OnPolicyTrainer
-    from hordax.training.run import make_programs
-
     env, params = _make(cfg)
     updates = max(1, cfg.steps // cfg.rollout_length)
     steps_per_update = cfg.num_envs * cfg.rollout_length
     train_cfg = TrainConfig(
-        trainer=OnPolicyTrainerConfig(
+        trainer=TrainerConfig(
             num_envs=cfg.num_envs,
             rollout_length=cfg.rollout_length,
             total_env_steps=updates * steps_per_update,
@@ -223,16 +219,15 @@ def measure_train(cfg: BenchConfig) -> dict[str, Any]:
         mesh=cfg.mesh,
     )
     resolved = validate(train_cfg)
-    trainer = OnPolicyTrainer(train_cfg.trainer, train_cfg.agent, env, params, resolved)
-    progs = make_programs(train_cfg, trainer, resolved)
+    progs = make_programs(
+        train_cfg, PPOTrainer(train_cfg.trainer, train_cfg.agent, env, params, resolved)
+    )
     state = progs.init(*progs.init_args)
     compile_s, run_s, _ = _timed(jax.jit(lambda s: progs.chunk(s)[0]), state, cfg.repeats)
     return _row(cfg, progs.mesh, compile_s, run_s, resolved.env_steps)
 
 
 def _make(cfg: BenchConfig) -> tuple[Any, Any]:
-    from hordax.envs.registry import make
-
     return make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
 
 

@@ -21,6 +21,10 @@ from typing import Any
 
 from hordax import strict_json
 
+# Everything that imports jax (all of hordax.training but host.sharding, hydra too) is
+# imported inside the functions: main() must configure XLA's host devices
+# (use_all_cpu_cores) before jax initializes, and `hordax --help` stays instant.
+
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
 
@@ -56,32 +60,33 @@ def config_dir() -> Path:
 
 
 def _register_schemas() -> None:
+    """The typed schemas of every command's config: train's groups, one ``agent`` schema per
+    registered algorithm (``<name>_schema``), bench's and backtest's."""
     from hydra.core.config_store import ConfigStore
-
-    from hordax.agents.ppo.config import PPOConfig
-    from hordax.training.backtest import BacktestConfig
-    from hordax.training.bench import BenchConfig
-    from hordax.training.config import EnvConfig, LoggerConfig, OnPolicyTrainerConfig, TrainConfig
-    from hordax.training.sharding import MeshConfig
-
-    cs = ConfigStore.instance()
     from omegaconf import MISSING, OmegaConf
 
-    # ``agent`` is typed Any: its group's schema (ppo/pqn/pql) decides its type.
+    from hordax.training.backtest import BacktestConfig
+    from hordax.training.bench import BenchConfig
+    from hordax.training.config import (
+        EnvConfig,
+        LoggerConfig,
+        MeshConfig,
+        TrainConfig,
+        TrainerConfig,
+    )
+    from hordax.training.trainers import ALGORITHMS
+
+    cs = ConfigStore.instance()
+    # ``agent`` is typed Any: its group's schema (one per algorithm) decides its type.
     train_node = OmegaConf.structured(TrainConfig)
     train_node.agent = MISSING
     cs.store(name="train_schema", node=train_node)
     cs.store(name="bench_schema", node=BenchConfig)
     cs.store(name="backtest_schema", node=BacktestConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
-    cs.store(group="agent", name="ppo_schema", node=PPOConfig)
-    from hordax.agents.pqn.config import PQNConfig
-
-    cs.store(group="agent", name="pqn_schema", node=PQNConfig)
-    from hordax.agents.pql.config import PQLConfig
-
-    cs.store(group="agent", name="pql_schema", node=PQLConfig)
-    cs.store(group="trainer", name="on_policy_schema", node=OnPolicyTrainerConfig)
+    for name, alg in ALGORITHMS.items():
+        cs.store(group="agent", name=f"{name}_schema", node=alg.config)
+    cs.store(group="trainer", name="on_policy_schema", node=TrainerConfig)
     cs.store(group="logger", name="logger_schema", node=LoggerConfig)
     cs.store(group="mesh", name="mesh_schema", node=MeshConfig)
 
@@ -174,7 +179,7 @@ def check_run_dir_early(args: list[str]) -> None:
     """A fresh run with an explicit ``hydra.run.dir`` that holds a run stops here, before
     hydra writes its ``.hydra/`` files into that directory (the task checks again, for the
     default timestamped directory)."""
-    from hordax.training.rundir import RunDirError, check_free
+    from hordax.training.host.rundir import RunDirError, check_free
 
     if any(a in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for a in args):
         return  # hydra only prints something; no run starts
@@ -200,7 +205,7 @@ def _init_distributed() -> None:
 def _shared_run_dir(own: str) -> str:
     """Process 0's run directory, on every process of a multi-process run (their hydras may
     have named different timestamps; this process's own, left empty, is removed)."""
-    from hordax.training.sharding import primary_str
+    from hordax.training.host.sharding import primary_str
 
     shared = primary_str(own)
     if shared != own and os.path.isdir(own):
@@ -316,7 +321,7 @@ def composition_error(e: Exception, overrides: list[str], cfg_dir: Path, config_
 #: raising ValueError naming the key). A new command adds its own: the bad-input table test
 #: (tests/training/test_bad_input_table.py) covers every command listed in COMMANDS.
 VALIDATORS = {
-    "train": "hordax.training.config:validate",
+    "train": "hordax.training.trainers:validate",
     "bench": "hordax.training.bench:validate_bench",
     "backtest": "hordax.training.backtest:validate_backtest",
 }
@@ -330,7 +335,7 @@ def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tup
     from omegaconf import OmegaConf
 
     if command == "train":  # agent=ensemble: K members unless population.size is given
-        from hordax.training.ensemble import apply_members
+        from hordax.training.config import apply_members
 
         apply_members(dict_cfg)
     try:
@@ -352,10 +357,11 @@ def _train_task(dict_cfg) -> None:
     from omegaconf import OmegaConf
 
     from hordax.envs.registry import make
-    from hordax.training.checkpoint import CheckpointError, NoCheckpointError
-    from hordax.training.run import NonFiniteError, train_and_log
-    from hordax.training.rundir import RunDirError, check_free, clear, write_atomic
-    from hordax.training.sharding import is_primary
+    from hordax.training.core.report import NonFiniteError
+    from hordax.training.host.checkpoint import CheckpointError, NoCheckpointError
+    from hordax.training.host.loop import train_and_log
+    from hordax.training.host.rundir import RunDirError, check_free, clear, write_atomic
+    from hordax.training.host.sharding import is_primary
 
     run_dir = _shared_run_dir(HydraConfig.get().runtime.output_dir)
     overrides = list(HydraConfig.get().overrides.task)
@@ -405,7 +411,7 @@ def _train_task(dict_cfg) -> None:
 
 def _interrupted(run_dir: str, overrides: list[str]) -> None:
     """Ctrl-C: one line saying where the run stands and how to go on; exit 130."""
-    from hordax.training.checkpoint import Checkpointer
+    from hordax.training.host.checkpoint import Checkpointer
 
     last = None
     if os.path.isdir(os.path.join(run_dir, "checkpoints")):
@@ -472,7 +478,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"unknown command {command!r}; allowed: {sorted(COMMANDS)}\n{USAGE}")
     config_name, task_fn = COMMANDS[command]
     # One XLA host device per CPU core, before jax initializes (DESIGN: use every core).
-    from hordax.training.sharding import use_all_cpu_cores
+    from hordax.training.host.sharding import use_all_cpu_cores
 
     use_all_cpu_cores()
 

@@ -15,9 +15,10 @@ import pytest
 
 from hordax.agents.pqn import PQNConfig, make_agent
 from hordax.envs.registry import make
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate
-from hordax.training.estimators import compute_q_lambda
-from hordax.training.pqn import PQNTrainer
+from hordax.training.config import TrainConfig, TrainerConfig
+from hordax.training.core.estimators import compute_q_lambda
+from hordax.training.trainers import validate
+from hordax.training.trainers.pqn import PQNTrainer
 
 
 def q_lambda_reference(reward, next_q, terminated, truncated, gamma, lam):
@@ -119,9 +120,7 @@ def test_pqn__learns_cartpole():
         num_minibatches=16,
         reward_scale=0.1,
     )
-    tcfg = OnPolicyTrainerConfig(
-        num_envs=32, rollout_length=32, total_env_steps=100_000, num_chunks=4
-    )
+    tcfg = TrainerConfig(num_envs=32, rollout_length=32, total_env_steps=100_000, num_chunks=4)
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("CartPole-v1")
     trainer = PQNTrainer(tcfg, acfg, env, params, resolved)
@@ -178,17 +177,16 @@ def test_cli__pqn_runs_checkpoints_and_resumes(tmp_path):
 def test_pqn__population_member_equals_single_run():
     """vmapped init/chunk over members with per-member learning rates: member i computes
     what a separate run with that seed and learning rate computes."""
-    from hordax.training import population as pop
+    from hordax.training.trainers.population import PopulationTrainer
 
     acfg = PQNConfig(num_minibatches=2, num_epochs=1)
-    tcfg = OnPolicyTrainerConfig(num_envs=4, rollout_length=4, total_env_steps=48, num_chunks=1)
+    tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=48, num_chunks=1)
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("CartPole-v1")
     trainer = PQNTrainer(tcfg, acfg, env, params, resolved)
-    cfg = pop.PopulationConfig(size=2, hparams={"learning_rate": [1e-4, 1e-2]})
-    init = pop.vmapped_init(trainer.init)
-    state = init(pop.member_keys(3, 2), pop.member_hparams(cfg))
-    state, _ = pop.vmapped_chunk(trainer.run_chunk, resolved.num_updates)(state)
+    population = PopulationTrainer(trainer, 2, 3, {"learning_rate": [1e-4, 1e-2]})
+    state = population.init(population.init_key(3))
+    state, _ = population.run_chunk(state, resolved.num_updates)
     np.testing.assert_allclose(state.agent.hparams["learning_rate"], [1e-4, 1e-2])
     single = trainer.init(jax.random.key(4))
     single = single.replace(

@@ -20,9 +20,9 @@ from gymnax.environments import spaces
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOConfig, make_agent
 from hordax.envs.core import Environment, EnvParams, EnvState, empty_info
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, resolve
-from hordax.training.on_policy import OnPolicyTrainer
-from hordax.training.rollout import recurrent_rollout
+from hordax.training.config import TrainConfig, TrainerConfig, resolve
+from hordax.training.core.rollout import recurrent_rollout
+from hordax.training.trainers.ppo import PPOTrainer
 
 
 @struct.dataclass
@@ -73,11 +73,9 @@ def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values(shared)
     """Unrolling the batch from carry0 with its resets gives the acting-time numbers (one
     GRU per network, or one shared GRU)."""
     env = Cue()
-    trainer_cfg = OnPolicyTrainerConfig(
-        num_envs=8, rollout_length=11, total_env_steps=88 * 3, num_chunks=1
-    )
+    trainer_cfg = TrainerConfig(num_envs=8, rollout_length=11, total_env_steps=88 * 3, num_chunks=1)
     agent_cfg = dataclasses.replace(AGENT, network=dataclasses.replace(GRU, shared_torso=shared))
-    trainer = OnPolicyTrainer(
+    trainer = PPOTrainer(
         trainer_cfg, agent_cfg, env, env.default_params, resolve(TrainConfig(trainer=trainer_cfg))
     )
     state = trainer.init(jax.random.key(0))
@@ -120,11 +118,11 @@ def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values(shared)
 
 def _train(network: NetworkConfig, seed: int = 0) -> float:
     env = Cue()
-    trainer_cfg = OnPolicyTrainerConfig(
+    trainer_cfg = TrainerConfig(
         num_envs=32, rollout_length=16, total_env_steps=32 * 16 * 60, num_chunks=1
     )
     agent_cfg = dataclasses.replace(AGENT, network=network)
-    trainer = OnPolicyTrainer(
+    trainer = PPOTrainer(
         trainer_cfg, agent_cfg, env, env.default_params, resolve(TrainConfig(trainer=trainer_cfg))
     )
     _, metrics = jax.jit(trainer.train)(jax.random.key(seed))

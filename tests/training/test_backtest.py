@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 import hordax
 from hordax.agents.ppo import make_agent
+from hordax.envs.trading import splits
 from hordax.training import ensemble as E  # noqa: N812
 from hordax.training.backtest import BacktestConfig, performance, run_backtest
 from hordax.training.config import TrainConfig
@@ -203,13 +204,13 @@ def test_backtest__refuses_a_run_cut_short(monkeypatch, stock):
     """An episode that ends before the split's last row (here: the old split_env that left
     the run's time limit in place) is an error naming the run, not a flat, diluted curve."""
     run_dir, _ = stock
-    split_env = E.split_env
+    split_env = splits.split_env
 
     def limited(env_id, kwargs, params, split):
         env, env_params, steps = split_env(env_id, kwargs, params, split)
         return env, env_params.replace(max_steps_in_episode=63), steps
 
-    monkeypatch.setattr(E, "split_env", limited)
+    monkeypatch.setattr(splits, "split_env", limited)
     with pytest.raises(ValueError, match=r"run 'member_0' stopped after 63 of \d+ steps"):
         run_backtest(BacktestConfig(run_dir=run_dir, split="test", out_dir="/nonexistent"))
 
@@ -330,7 +331,7 @@ def test_min_variance_weights__diagonal_and_against_scipy():
     returns the objective equals scipy's SLSQP optimum over the simplex."""
     from scipy.optimize import minimize
 
-    from hordax.training.backtest import min_variance_weights, project_simplex
+    from hordax.envs.trading.baselines import min_variance_weights, project_simplex
 
     rng = np.random.default_rng(0)
     std = np.array([0.01, 0.02, 0.04])
@@ -361,15 +362,13 @@ def test_min_variance_weights__diagonal_and_against_scipy():
 def _train_population(run_dir: str, agent_cfg, env_id: str, kwargs: dict) -> None:
     """A tiny real population run of ``agent_cfg`` (2 members), as ``hordax train`` leaves it
     (``config.yaml`` and ``params.msgpack``), trained with a 63-step time limit."""
-    from hordax.training.config import OnPolicyTrainerConfig, validate
-    from hordax.training.population import PopulationConfig
-    from hordax.training.run import train_and_log
+    from hordax.training.config import PopulationConfig, TrainerConfig
+    from hordax.training.host.loop import train_and_log
+    from hordax.training.trainers import validate
 
     cfg = TrainConfig(
         agent=agent_cfg,
-        trainer=OnPolicyTrainerConfig(
-            num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=1
-        ),
+        trainer=TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=1),
         population=PopulationConfig(size=2),
     )
     cfg.env.id, cfg.env.kwargs = env_id, kwargs

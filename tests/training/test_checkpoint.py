@@ -35,15 +35,12 @@ from flax import serialization
 
 from hordax.agents.ppo import PPOConfig
 from hordax.envs.debug.point_mass import PointMass
-from hordax.training.checkpoint import Checkpointer, CheckpointError, NoCheckpointError
-from hordax.training.config import (
-    CheckpointConfig,
-    OnPolicyTrainerConfig,
-    TrainConfig,
-    validate,
-)
-from hordax.training.on_policy import OnPolicyTrainer
-from hordax.training.run import NonFiniteError, make_programs, train_and_log
+from hordax.training.config import CheckpointConfig, TrainConfig, TrainerConfig
+from hordax.training.core.report import NonFiniteError
+from hordax.training.host.checkpoint import Checkpointer, CheckpointError, NoCheckpointError
+from hordax.training.host.loop import train_and_log
+from hordax.training.host.programs import make_programs
+from hordax.training.trainers import make_trainer, validate
 
 # 16 chunks of one update each with a checkpoint after every one (~0.15 s each): long
 # enough to be interrupted mid-run, short to finish. A small network keeps compiles short
@@ -399,7 +396,7 @@ def test_nan_guard__stops_naming_quantity_and_update_keeps_last_checkpoint(tmp_p
     env = NaNAtTime40()
     params = env.default_params.replace(max_steps_in_episode=100, goal_radius=1e-6)
     cfg = TrainConfig(
-        trainer=OnPolicyTrainerConfig(
+        trainer=TrainerConfig(
             num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=6
         ),
         agent=PPOConfig(num_minibatches=2, num_epochs=1),
@@ -415,9 +412,7 @@ def test_nan_guard__stops_naming_quantity_and_update_keeps_last_checkpoint(tmp_p
     assert msg.endswith(f"last good checkpoint: {tmp_path / 'checkpoints' / '2'}"), msg
     ckpt = Checkpointer(str(tmp_path))
     assert ckpt.latest_step() == 2
-    progs = make_programs(
-        cfg, OnPolicyTrainer(cfg.trainer, cfg.agent, env, params, resolved), resolved
-    )
+    progs = make_programs(cfg, make_trainer(cfg, env, params, resolved))
     step, state = ckpt.restore(progs.abstract, progs.shardings)
     assert step == 2 and int(state.update_idx) == 2
     assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(state.agent.params))

@@ -2,11 +2,12 @@
 
 import pytest
 
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate
+from hordax.training.config import TrainConfig, TrainerConfig
+from hordax.training.trainers import validate
 
 
 def _resolved(num_envs, rollout_length, total_env_steps, num_chunks):
-    trainer = OnPolicyTrainerConfig(
+    trainer = TrainerConfig(
         num_envs=num_envs,
         rollout_length=rollout_length,
         total_env_steps=total_env_steps,

@@ -212,7 +212,8 @@ def test_agent_ensemble_preset__composes_ppo_members_and_checks_size():
     from omegaconf import OmegaConf
 
     from hordax.training.cli import _register_schemas, config_dir
-    from hordax.training.config import ConfigError, validate
+    from hordax.training.config import ConfigError
+    from hordax.training.trainers import validate
 
     _register_schemas()
 

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hordax.training.estimators import compute_gae
+from hordax.training.core.estimators import compute_gae
 
 
 def gae_reference(reward, value, next_value, terminated, truncated, gamma, lam):

@@ -16,10 +16,10 @@ from omegaconf import OmegaConf
 
 import hordax
 from hordax.training import ensemble as E  # noqa: N812
-from hordax.training import mixed
-from hordax.training.config import ConfigError, OnPolicyTrainerConfig, TrainConfig, validate
+from hordax.training.config import ConfigError, TrainConfig, TrainerConfig
 from hordax.training.ensemble import EnsembleConfig
-from hordax.training.run import make_trainer, train_and_log
+from hordax.training.host.loop import train_and_log
+from hordax.training.trainers import make_trainer, mixed, validate
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -28,9 +28,7 @@ def _cfg(run_dir: str = "", **ens) -> TrainConfig:
     cfg = TrainConfig()
     cfg.env.id = "CartPole-v1"
     cfg.seed = 5
-    cfg.trainer = OnPolicyTrainerConfig(
-        num_envs=4, rollout_length=8, total_env_steps=96, num_chunks=3
-    )
+    cfg.trainer = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=96, num_chunks=3)
     cfg.agent.network.hidden_sizes = [8]
     kw = {
         "enabled": True,
@@ -146,7 +144,7 @@ def test_mixed__vote_counts_ppo_and_pqn_members():
     vote plays 1, so the combined copy follows the PQN members' trajectory exactly."""
     cfg = _cfg()
     env, params = hordax.make("CartPole-v1")
-    agents = E._agent_for(cfg, env, params)
+    agents = E.agent_for(cfg, env, params)
     ppo, pqn = agents
     p0 = _constant_head(jax.device_get(ppo.init(jax.random.key(0)).params), [0.0, 0.0])
     p0["actor"] = _constant_head(p0["actor"], [3.0, 0.0])
@@ -172,7 +170,7 @@ def test_mixed__weighted_average_of_ppo_mean_and_pql_actor():
     cfg = _cfg(algorithms=["ppo", "pql"], sizes=[1, 1], agents={"pql": {"hidden_sizes": [8]}})
     cfg.env.id = "Pendulum-v1"
     env, params = hordax.make("Pendulum-v1")
-    ppo, pql = E._agent_for(cfg, env, params)
+    ppo, pql = E.agent_for(cfg, env, params)
     p = jax.device_get(ppo.init(jax.random.key(0)).params)
     p["actor"] = _constant_head(p["actor"], [5.0])  # mean 5 -> clipped to 2
     a = jax.device_get(pql.init(jax.random.key(1)).params)
@@ -251,9 +249,7 @@ def test_mixed__pql_member_equals_its_separate_run(tmp_path):
         agents={"pql": {"hidden_sizes": [8], "batch_size": 16, "buffer_size": 256, "beta_av": 2.0}},
     )
     cfg.env.id = "Pendulum-v1"
-    cfg.trainer = OnPolicyTrainerConfig(
-        num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=2
-    )
+    cfg.trainer = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=2)
     resolved = validate(cfg)
     env, params = hordax.make("Pendulum-v1")
     summary = train_and_log(cfg, env, params, resolved)

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from flax import serialization
 
-from hordax.training import sharding
+from hordax.training.host import sharding
 
 # 8 envs over 4 devices, 4 updates of 128 steps in 2 chunks, a small network: compile-bound.
 ARGS = [
@@ -215,7 +215,7 @@ def test_ensemble_over_several_processes_is_refused(monkeypatch):
 
     from hordax.training.config import TrainConfig
     from hordax.training.ensemble import EnsembleConfig
-    from hordax.training.run import train_and_log
+    from hordax.training.host.loop import train_and_log
 
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     cfg = TrainConfig(ensemble=EnsembleConfig(enabled=True), distributed=True)

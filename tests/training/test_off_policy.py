@@ -15,11 +15,12 @@ import pytest
 
 from hordax.agents.pql import PQLConfig, exploration_stds
 from hordax.envs.registry import make
-from hordax.training import replay
-from hordax.training.config import ConfigError, OnPolicyTrainerConfig, TrainConfig, validate
-from hordax.training.estimators import compute_n_step
-from hordax.training.off_policy import PQLTrainer, n_step_transitions
-from hordax.training.rollout import Transition
+from hordax.training.config import ConfigError, TrainConfig, TrainerConfig
+from hordax.training.core import replay
+from hordax.training.core.estimators import compute_n_step
+from hordax.training.core.rollout import Transition
+from hordax.training.trainers import validate
+from hordax.training.trainers.pql import PQLTrainer, n_step_transitions
 
 
 def n_step_reference(reward, terminated, truncated, gamma, n):
@@ -127,7 +128,7 @@ def _tiny(beta_av=1.5, beta_pv=3, rollout_length=4, num_envs=4):
         sigma_max=0.5,
         hidden_sizes=[16],
     )
-    tcfg = OnPolicyTrainerConfig(
+    tcfg = TrainerConfig(
         num_envs=num_envs, rollout_length=rollout_length, total_env_steps=5 * 16, num_chunks=1
     )
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
@@ -148,8 +149,8 @@ def test_normalize_obs__buffer_holds_raw_env_observations():
     s1, _ = jax.jit(trainer.update)(s0)
     # Replay the same rollout on the raw env (same keys, same actions).
     _, key_rollout, _ = jax.random.split(s0.key, 3)
-    from hordax.training.off_policy import NormalizedPolicy
-    from hordax.training.rollout import rollout
+    from hordax.training.core.normalization import NormalizedPolicy
+    from hordax.training.core.rollout import rollout
 
     _, last_obs, tr = rollout(
         trainer.env, trainer.env_params, NormalizedPolicy(trainer.agent, s0.obs_stats),
@@ -254,7 +255,7 @@ def test_schedule__performs_exactly_the_configured_updates():
 )
 def test_validate__bad_pql_config_names_the_key(agent, trainer, message):
     acfg = PQLConfig(**{"batch_size": 16, "buffer_size": 64, **agent})
-    tcfg = OnPolicyTrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, **trainer)
+    tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, **trainer)
     with pytest.raises(ConfigError) as e:
         validate(TrainConfig(agent=acfg, trainer=tcfg))
     assert message in str(e.value)
@@ -373,7 +374,7 @@ def test_pql__learns_pendulum(normalize_obs, total_env_steps):
         normalize_obs=normalize_obs,
         hidden_sizes=[128, 128],
     )
-    tcfg = OnPolicyTrainerConfig(
+    tcfg = TrainerConfig(
         num_envs=32, rollout_length=4, total_env_steps=total_env_steps, num_chunks=5
     )
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
@@ -391,12 +392,12 @@ def test_normalize_obs__sharded_and_population_programs():
     """The CLI's programs (make_programs): the env batch split over 4 devices gives the
     1-device run's statistics and buffer (the stats are replicated, merged over all envs);
     a population of 2 carries one set of statistics per member."""
-    from hordax.training.population import PopulationConfig
-    from hordax.training.run import make_programs
-    from hordax.training.sharding import MeshConfig
+    from hordax.training.config import MeshConfig, PopulationConfig
+    from hordax.training.host.programs import make_programs
+    from hordax.training.trainers import make_trainer
 
     acfg = PQLConfig(batch_size=16, buffer_size=64, beta_av=1.0, hidden_sizes=[16])
-    tcfg = OnPolicyTrainerConfig(num_envs=8, rollout_length=4, total_env_steps=64, num_chunks=1)
+    tcfg = TrainerConfig(num_envs=8, rollout_length=4, total_env_steps=64, num_chunks=1)
     env, params = make("Pendulum-v1")
 
     def run(mesh, size=1):
@@ -404,7 +405,7 @@ def test_normalize_obs__sharded_and_population_programs():
             agent=acfg, trainer=tcfg, mesh=mesh, population=PopulationConfig(size=size)
         )
         resolved = validate(cfg)
-        progs = make_programs(cfg, PQLTrainer(tcfg, acfg, env, params, resolved), resolved)
+        progs = make_programs(cfg, make_trainer(cfg, env, params, resolved))
         state, _ = progs.chunk(progs.init(*progs.init_args))
         return state, progs
 

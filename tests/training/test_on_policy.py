@@ -9,20 +9,18 @@ import pytest
 
 import hordax
 from hordax.agents.ppo import PPOConfig
-from hordax.training.config import OnPolicyTrainerConfig
-from hordax.training.on_policy import OnPolicyTrainer, make_train
-from hordax.training.run import params_checksum
+from hordax.training.config import TrainerConfig
+from hordax.training.core.report import params_checksum
+from hordax.training.trainers.ppo import PPOTrainer, make_train
 
-TRAINER = OnPolicyTrainerConfig(
-    num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=3
-)
+TRAINER = TrainerConfig(num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=3)
 AGENT = PPOConfig(num_minibatches=2, num_epochs=2)
 
 
 @pytest.fixture(scope="module")
 def trainer():
     env, params = hordax.make("CartPole-v1")
-    return OnPolicyTrainer(TRAINER, AGENT, env, params)
+    return PPOTrainer(TRAINER, AGENT, env, params)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +66,7 @@ def test_train__amortized_resets_match_in_step_resets(trainer, train_fn):
     returns and params to float rounding (same draws; the programs fuse floats differently)."""
     assert trainer.env.amortized and trainer.env.reset_pool == 1
     env, params = hordax.make("CartPole-v1")
-    plain = OnPolicyTrainer(dataclasses.replace(TRAINER, reset_pool=0), AGENT, env, params)
+    plain = PPOTrainer(dataclasses.replace(TRAINER, reset_pool=0), AGENT, env, params)
     assert not plain.env.amortized
     plain_fn = jax.jit(plain.train)
     for seed in range(3):
@@ -98,10 +96,10 @@ def test_update__bootstraps_from_final_observation_on_truncation(monkeypatch, tr
     next_value argument and compare it with the critic evaluated on every final observation
     (what the trainer computed before it reused the rollout's values).
     """
-    import hordax.training.on_policy as op
+    import hordax.training.trainers.ppo as op
 
     env, params = hordax.make("CartPole-v1", max_steps_in_episode=3)
-    tr = OnPolicyTrainer(TRAINER, AGENT, env, params)
+    tr = PPOTrainer(TRAINER, AGENT, env, params)
     captured = {}
     real_gae = op.compute_gae
 

@@ -16,16 +16,16 @@ import pytest
 
 from hordax.agents.pql import PQLConfig
 from hordax.envs.registry import make
-from hordax.training import sharding
-from hordax.training.config import ConfigError, OnPolicyTrainerConfig, TrainConfig, validate
-from hordax.training.off_policy import PQLTrainer
-from hordax.training.population import PopulationConfig
-from hordax.training.pql_parallel import ParallelPQL
+from hordax.training.config import ConfigError, PopulationConfig, TrainConfig, TrainerConfig
+from hordax.training.host import sharding
+from hordax.training.host.pql_parallel import ParallelPQL
+from hordax.training.trainers import validate
+from hordax.training.trainers.pql import PQLTrainer
 
 pytestmark = pytest.mark.timeout(600)
 
 
-def _trainer(acfg: PQLConfig, tcfg: OnPolicyTrainerConfig):
+def _trainer(acfg: PQLConfig, tcfg: TrainerConfig):
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("Pendulum-v1")
     return PQLTrainer(tcfg, acfg, env, params, resolved), resolved
@@ -39,9 +39,7 @@ def _tiny_run(num_devices: int, k: int = 1):
         mode="parallel", batch_size=16, buffer_size=128, beta_av=1.5, beta_pv=3,
         hidden_sizes=[16], normalize_obs=True, parallel_groups_per_call=k,
     )  # fmt: skip
-    tcfg = OnPolicyTrainerConfig(
-        num_envs=4, rollout_length=4, total_env_steps=16 * 24, num_chunks=6
-    )
+    tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=16 * 24, num_chunks=6)
     trainer, resolved = _trainer(acfg, tcfg)
     par = ParallelPQL(
         trainer, resolved.num_updates, resolved.chunk_updates, jax.devices()[:num_devices]
@@ -123,7 +121,7 @@ def test_parallel__unsupported_or_bad_config_names_the_key(overrides, message):
     )
     cfg = TrainConfig(
         agent=acfg,
-        trainer=OnPolicyTrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64),
+        trainer=TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64),
         population=PopulationConfig(size=overrides.get("population", 1)),
         checkpoint=CheckpointConfig(every=overrides.get("checkpoint", 0)),
         resume=overrides.get("resume", ""),
@@ -170,9 +168,7 @@ def test_parallel__learns_pendulum_a_little():
         mode="parallel", batch_size=256, buffer_size=100_000, beta_av=8.0, beta_pv=2,
         reward_scale=0.1, sigma_max=0.4, normalize_obs=True, hidden_sizes=[128, 128],
     )  # fmt: skip
-    tcfg = OnPolicyTrainerConfig(
-        num_envs=32, rollout_length=4, total_env_steps=25_600, num_chunks=10
-    )
+    tcfg = TrainerConfig(num_envs=32, rollout_length=4, total_env_steps=25_600, num_chunks=10)
     trainer, resolved = _trainer(acfg, tcfg)
     out = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates).run(jax.random.key(0))
     tail = [r for r in out.rows[-3:] if r["episodes"]]
@@ -184,7 +180,7 @@ def _tiny_cfg() -> tuple[TrainConfig, object, object]:
     acfg = PQLConfig(
         mode="parallel", batch_size=16, buffer_size=64, beta_av=1.0, beta_pv=2, hidden_sizes=[8]
     )
-    tcfg = OnPolicyTrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=2)
+    tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=2)
     cfg = TrainConfig(agent=acfg, trainer=tcfg, progress=False)
     env, params = make("Pendulum-v1")
     return cfg, env, params
@@ -194,8 +190,9 @@ def test_parallel__nan_guard_and_role_errors_stop_the_run(monkeypatch):
     """A non-finite critic loss stops the run with NonFiniteError naming it; an exception
     inside a role thread reaches the caller; neither leaves the run hanging."""
     from hordax.agents.pql.agent import PQLAgent
-    from hordax.training import pql_parallel
-    from hordax.training.run import NonFiniteError, train_and_log
+    from hordax.training.core.report import NonFiniteError
+    from hordax.training.host import pql_parallel
+    from hordax.training.host.loop import train_and_log
 
     cfg, env, params = _tiny_cfg()
     resolved = validate(cfg)
@@ -235,7 +232,7 @@ def test_parallel__float_ratio_products_do_not_stall_the_learners():
         mode="parallel", batch_size=8, buffer_size=64, beta_av=1.4, beta_pv=2,
         hidden_sizes=[8], normalize_obs=False,
     )  # fmt: skip
-    tcfg = OnPolicyTrainerConfig(num_envs=1, rollout_length=10, total_env_steps=90, num_chunks=1)
+    tcfg = TrainerConfig(num_envs=1, rollout_length=10, total_env_steps=90, num_chunks=1)
     trainer, resolved = _trainer(acfg, tcfg)
     assert resolved.num_updates == 9 and 1.4 * 90 < 126
     par = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates, jax.devices()[:3])

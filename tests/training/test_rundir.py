@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from hordax.training.rundir import RunDirError, check_free, clear, run_files
+from hordax.training.host.rundir import RunDirError, check_free, clear, run_files
 
 # Writes "new" over "old" with the fault hook armed halfway through the write.
 _WRITER = """
 import sys
-from hordax.training.rundir import write_atomic
+from hordax.training.host.rundir import write_atomic
 write_atomic(sys.argv[1], sys.argv[2])
 """
 
@@ -69,7 +69,7 @@ def test_check_free_and_clear__only_run_files_count_and_go(tmp_path):
 
 
 _COUNTER = """
-from hordax.training.rundir import fault_point
+from hordax.training.host.rundir import fault_point
 for i in range(5):
     print(i, flush=True)
     fault_point("chunk")

@@ -17,21 +17,17 @@ from jax.sharding import PartitionSpec as P
 
 import hordax
 from hordax.agents.ppo import PPOConfig
-from hordax.training import sharding
-from hordax.training.config import OnPolicyTrainerConfig, TrainConfig, validate
-from hordax.training.on_policy import OnPolicyTrainer
-from hordax.training.population import PopulationConfig
-from hordax.training.run import make_programs
-from hordax.training.sharding import MeshConfig
+from hordax.training.config import MeshConfig, PopulationConfig, TrainConfig, TrainerConfig
+from hordax.training.host import sharding
+from hordax.training.host.programs import make_programs
+from hordax.training.trainers import make_trainer, validate
 
 pytestmark = pytest.mark.skipif(
     jax.device_count() < 8, reason="needs 8 host devices (tests/conftest.py sets XLA_FLAGS)"
 )
 
 BASE = TrainConfig(
-    trainer=OnPolicyTrainerConfig(
-        num_envs=16, rollout_length=8, total_env_steps=16 * 8 * 4, num_chunks=2
-    ),
+    trainer=TrainerConfig(num_envs=16, rollout_length=8, total_env_steps=16 * 8 * 4, num_chunks=2),
     agent=PPOConfig(num_minibatches=2, num_epochs=2, normalize_obs=True),
     seed=3,
 )
@@ -41,9 +37,7 @@ def _run(cfg: TrainConfig, env_id: str = "CartPole-v1"):
     """Init + all chunks through the same programs the CLI uses; (state, metrics, programs)."""
     env, params = hordax.make(env_id)
     resolved = validate(cfg)
-    progs = make_programs(
-        cfg, OnPolicyTrainer(cfg.trainer, cfg.agent, env, params, resolved), resolved
-    )
+    progs = make_programs(cfg, make_trainer(cfg, env, params, resolved))
     state = progs.init(*progs.init_args)
     chunks = []
     for _ in range(resolved.num_chunks):

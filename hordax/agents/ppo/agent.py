@@ -22,6 +22,13 @@ from hordax.agents.networks import (
 )
 from hordax.agents.ppo.config import PPOConfig
 from hordax.agents.ppo.losses import policy_loss, value_loss
+from hordax.agents.sgd import (
+    annealed_learning_rate,
+    apply_gradient,
+    clipped_adam,
+    minibatch_epochs,
+    split_minibatches,
+)
 
 #: Hyperparameters that live in the agent state (``f32[]`` each), so that a population can
 #: ``vmap`` over them (different values per member); the rest of :class:`PPOConfig` is static.
@@ -109,17 +116,13 @@ class PPOAgent:
         self.total_steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
         # Adam without its learning rate: the (traced, per-member) rate is applied in
         # ``update`` so that a population can vmap over it.
-        self.optimizer = optax.chain(
-            optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam(eps=1e-5)
-        )
+        self.optimizer = clipped_adam(config.max_grad_norm, eps=1e-5)
 
     def learning_rate(self, state: PPOState) -> jax.Array:
         """The step size of the next optimizer step (``f32[]``): linear decay to 0 if annealed."""
-        lr = state.hparams["learning_rate"]
-        if not self.config.anneal_lr:
-            return lr
-        frac = jnp.clip(state.step.astype(jnp.float32) / self.total_steps, 0.0, 1.0)
-        return lr * (1.0 - frac)
+        return annealed_learning_rate(
+            state.hparams["learning_rate"], state.step, self.total_steps, self.config.anneal_lr
+        )
 
     # --- acting -------------------------------------------------------------------------
     def init(self, key: jax.Array) -> PPOState:
@@ -267,37 +270,39 @@ class PPOAgent:
         cfg = self.config
         # Feed-forward: shuffle rows. Recurrent: shuffle envs, keep each env's sequence.
         n = batch.advantage.shape[1 if self.recurrent else 0]
-        mb_size = n // cfg.num_minibatches
 
         def minibatch_step(st: PPOState, mb: PPOBatch):
             (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(
                 st.params, st.hparams, mb
             )
-            updates, opt_state = self.optimizer.update(grads, st.opt_state, st.params)
-            lr = self.learning_rate(st)
-            params = optax.apply_updates(st.params, jax.tree.map(lambda u: -lr * u, updates))
+            params, opt_state = apply_gradient(
+                self.optimizer, st.params, st.opt_state, grads, self.learning_rate(st)
+            )
             metrics = {**metrics, "loss": loss, "grad_norm": optax.global_norm(grads)}
             return st.replace(params=params, opt_state=opt_state, step=st.step + 1), metrics
 
-        def split(x: jax.Array, perm: jax.Array, axis: int) -> jax.Array:
-            x = jnp.moveaxis(jnp.take(x, perm, axis=axis), axis, 0)
-            x = x.reshape((cfg.num_minibatches, mb_size, *x.shape[1:]))
-            return jnp.moveaxis(x, 1, axis + 1)
+        def recurrent_minibatches(b: RecurrentPPOBatch, perm: jax.Array) -> RecurrentPPOBatch:
+            # [T, B] leaves split on B, carries [B, H] on B.
+            m = cfg.num_minibatches
+            return b.replace(
+                **{
+                    f: split_minibatches(getattr(b, f), perm, m, 1)
+                    for f in PPOBatch.__dataclass_fields__
+                },
+                reset=split_minibatches(b.reset, perm, m, 1),
+                carry0=jax.tree.map(lambda c: split_minibatches(c, perm, m), b.carry0),
+            )
 
-        def epoch(st: PPOState, key_perm: jax.Array):
-            perm = jax.random.permutation(key_perm, n)
-            if self.recurrent:  # [T, B] leaves split on B, carries [B, H] on B
-                mbs = batch.replace(
-                    **{f: split(getattr(batch, f), perm, 1) for f in PPOBatch.__dataclass_fields__},
-                    reset=split(batch.reset, perm, 1),
-                    carry0=jax.tree.map(lambda c: split(c, perm, 0), batch.carry0),
-                )
-            else:
-                mbs = jax.tree.map(lambda x: split(x, perm, 0), batch)
-            return jax.lax.scan(minibatch_step, st, mbs)
-
-        state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, cfg.num_epochs))
-        return state, jax.tree.map(jnp.mean, metrics)
+        return minibatch_epochs(
+            state,
+            batch,
+            key,
+            num_epochs=cfg.num_epochs,
+            num_minibatches=cfg.num_minibatches,
+            num_rows=n,
+            step=minibatch_step,
+            minibatches=recurrent_minibatches if self.recurrent else None,
+        )
 
 
 def make_agent(

@@ -1,4 +1,4 @@
-"""PQL (parallel Q-learning): config and agent math; the loop is ``hordax.training.off_policy``."""
+"""PQL (parallel Q-learning): config and agent math; the loop: ``hordax.training.trainers.pql``."""
 
 from hordax.agents.pql.agent import (
     TRACED_HPARAMS,

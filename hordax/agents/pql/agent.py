@@ -19,6 +19,7 @@ from gymnax.environments import spaces
 
 from hordax.agents.networks import ACTIVATIONS
 from hordax.agents.pql.config import PQLConfig
+from hordax.agents.sgd import apply_gradient, clipped_adam
 
 #: Hyperparameters held in the agent state (``f32[]``), so populations may vary them.
 TRACED_HPARAMS = ("actor_lr", "critic_lr", "tau")
@@ -146,9 +147,8 @@ class PQLAgent:
         atoms = int(config.num_atoms) if self.distributional else 1
         self.critic = DoubleQ(hs, config.activation, atoms)
         self.support = jnp.linspace(config.v_min, config.v_max, atoms, dtype=jnp.float32)
-        clip = optax.clip_by_global_norm(config.max_grad_norm)
-        self.actor_tx = optax.chain(clip, optax.scale_by_adam())
-        self.critic_tx = optax.chain(clip, optax.scale_by_adam())
+        self.actor_tx = clipped_adam(config.max_grad_norm)
+        self.critic_tx = clipped_adam(config.max_grad_norm)
 
     def init(self, key: jax.Array) -> PQLState:
         ka, kc = jax.random.split(key)
@@ -223,11 +223,16 @@ class PQLAgent:
         (loss, q), grads = jax.value_and_grad(self.critic_loss, has_aux=True)(
             state.params["critic"], state, batch, key
         )
-        updates, opt = self.critic_tx.update(grads, state.critic_opt, state.params["critic"])
-        lr, tau = state.hparams["critic_lr"], state.hparams["tau"]
-        step = jax.tree.map(lambda u: -lr * u, updates)
-        critic = optax.apply_updates(state.params["critic"], step)
-        target = optax.incremental_update(critic, state.params["critic_target"], tau)
+        critic, opt = apply_gradient(
+            self.critic_tx,
+            state.params["critic"],
+            state.critic_opt,
+            grads,
+            state.hparams["critic_lr"],
+        )
+        target = optax.incremental_update(
+            critic, state.params["critic_target"], state.hparams["tau"]
+        )
         params = {**state.params, "critic": critic, "critic_target": target}
         metrics = {"critic_loss": loss, "critic_grad_norm": optax.global_norm(grads), "q": q}
         return state.replace(
@@ -244,9 +249,9 @@ class PQLAgent:
     def actor_update(self, state: PQLState, obs: jax.Array) -> tuple[PQLState, dict]:
         """One actor (P-learner) step: maximize Q1(s, actor(s)) on buffer observations."""
         loss, grads = jax.value_and_grad(self.actor_loss)(state.params["actor"], state, obs)
-        updates, opt = self.actor_tx.update(grads, state.actor_opt, state.params["actor"])
-        lr = state.hparams["actor_lr"]
-        actor = optax.apply_updates(state.params["actor"], jax.tree.map(lambda u: -lr * u, updates))
+        actor, opt = apply_gradient(
+            self.actor_tx, state.params["actor"], state.actor_opt, grads, state.hparams["actor_lr"]
+        )
         metrics = {"actor_loss": loss, "actor_grad_norm": optax.global_norm(grads)}
         return state.replace(
             params={**state.params, "actor": actor},

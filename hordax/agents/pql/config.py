@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from hordax.agents.networks import validate_layers
 from hordax.validation import need
 
 PQL_MODES = ("sync", "parallel")
@@ -20,7 +21,7 @@ class PQLConfig:
     """sync: one jitted schedule that realizes the ratios exactly (``train(key)``);
     parallel: actor, V-learner and P-learner concurrently on their own devices (or
     asynchronously on one), ratios enforced by waiting and measured
-    (``hordax.training.pql_parallel``; no populations, checkpoints or resume)."""
+    (``hordax.training.host.pql_parallel``; no populations, checkpoints or resume)."""
     parallel_groups_per_call: int = 1
     """Parallel mode: groups of beta_pv critic updates per V-learner call, and actor updates
     per P-learner call (> 1 amortizes the host overhead per call; must divide the actor
@@ -80,8 +81,6 @@ class PQLConfig:
 
 def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
-    from hordax.agents.networks import ACTIVATIONS
-
     fin = math.isfinite
     need(
         cfg.mode in PQL_MODES, "agent.mode", repr(cfg.mode), f"allowed values are {list(PQL_MODES)}"
@@ -164,15 +163,4 @@ def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
         cfg.v_max,
         f"must be finite and > agent.v_min={cfg.v_min}",
     )
-    need(
-        bool(cfg.hidden_sizes) and all(int(h) >= 1 for h in cfg.hidden_sizes),
-        "agent.hidden_sizes",
-        list(cfg.hidden_sizes),
-        "need >= 1 layer, each >= 1",
-    )
-    need(
-        cfg.activation in ACTIVATIONS,
-        "agent.activation",
-        repr(cfg.activation),
-        f"allowed values are {sorted(ACTIVATIONS)}",
-    )
+    validate_layers(cfg.hidden_sizes, cfg.activation, "agent.")

@@ -1,4 +1,4 @@
-"""PQN (parallelised Q-network): config and agent; the loop is ``hordax.training.off_policy``."""
+"""PQN (parallelised Q-network): config and agent; the loop is ``hordax.training.trainers.pqn``."""
 
 from hordax.agents.pqn.agent import (
     TRACED_HPARAMS,

@@ -1,7 +1,7 @@
 """PQN as an agent: epsilon-greedy acting and minibatch-epoch Q(lambda) regression.
 
 No replay buffer and no target network: the targets are computed by the trainer from the
-rollout it just collected (:func:`hordax.training.estimators.compute_q_lambda`), and
+rollout it just collected (:func:`hordax.training.core.estimators.compute_q_lambda`), and
 LayerNorm in the Q-network keeps the online bootstrapping stable.
 """
 
@@ -20,6 +20,12 @@ from gymnax.environments import spaces
 
 from hordax.agents.networks import ACTIVATIONS
 from hordax.agents.pqn.config import PQNConfig
+from hordax.agents.sgd import (
+    annealed_learning_rate,
+    apply_gradient,
+    clipped_adam,
+    minibatch_epochs,
+)
 
 #: Hyperparameters held in the agent state (``f32[]``), so populations may vary them.
 TRACED_HPARAMS = ("learning_rate", "q_lambda", "epsilon_finish")
@@ -89,9 +95,7 @@ class PQNAgent:
         self.q = QNetwork(tuple(net.hidden_sizes), self.num_actions, net.activation, net.layer_norm)
         self.num_updates = max(1, int(num_updates))
         self.total_steps = max(1, self.num_updates * config.num_epochs * config.num_minibatches)
-        self.optimizer = optax.chain(
-            optax.clip_by_global_norm(config.max_grad_norm), optax.scale_by_adam()
-        )
+        self.optimizer = clipped_adam(config.max_grad_norm)
 
     def init(self, key: jax.Array) -> PQNState:
         params = self.q.init(key, jnp.zeros((1, *self.obs_shape), jnp.float32))
@@ -107,10 +111,9 @@ class PQNAgent:
         return cfg.epsilon_start + frac * (finish - cfg.epsilon_start)
 
     def learning_rate(self, state: PQNState) -> jax.Array:
-        lr = state.hparams["learning_rate"]
-        if not self.config.anneal_lr:
-            return lr
-        return lr * (1.0 - jnp.clip(state.step.astype(jnp.float32) / self.total_steps, 0.0, 1.0))
+        return annealed_learning_rate(
+            state.hparams["learning_rate"], state.step, self.total_steps, self.config.anneal_lr
+        )
 
     def q_values(self, state: PQNState, obs: jax.Array) -> jax.Array:
         return self.q.apply(state.params, obs)
@@ -135,27 +138,25 @@ class PQNAgent:
     def update(self, state: PQNState, batch: PQNBatch, key: jax.Array) -> tuple[PQNState, dict]:
         """``num_epochs`` passes of ``num_minibatches`` shuffled minibatches over ``batch``."""
         cfg = self.config
-        n = batch.target.shape[0]
-        mb_size = n // cfg.num_minibatches
 
         def minibatch_step(st: PQNState, mb: PQNBatch):
             loss, grads = jax.value_and_grad(self._loss)(st.params, mb)
-            updates, opt_state = self.optimizer.update(grads, st.opt_state, st.params)
-            lr = self.learning_rate(st)
-            params = optax.apply_updates(st.params, jax.tree.map(lambda u: -lr * u, updates))
+            params, opt_state = apply_gradient(
+                self.optimizer, st.params, st.opt_state, grads, self.learning_rate(st)
+            )
             metrics = {"loss": loss, "grad_norm": optax.global_norm(grads)}
             return st.replace(params=params, opt_state=opt_state, step=st.step + 1), metrics
 
-        def epoch(st: PQNState, key_perm: jax.Array):
-            perm = jax.random.permutation(key_perm, n)
-            mbs = jax.tree.map(
-                lambda x: x[perm].reshape((cfg.num_minibatches, mb_size, *x.shape[1:])), batch
-            )
-            return jax.lax.scan(minibatch_step, st, mbs)
-
         eps = self.epsilon(state)
-        state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, cfg.num_epochs))
-        metrics = jax.tree.map(jnp.mean, metrics)
+        state, metrics = minibatch_epochs(
+            state,
+            batch,
+            key,
+            num_epochs=cfg.num_epochs,
+            num_minibatches=cfg.num_minibatches,
+            num_rows=batch.target.shape[0],
+            step=minibatch_step,
+        )
         metrics["epsilon"] = eps
         return state.replace(update=state.update + 1), metrics
 

@@ -6,6 +6,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+from hordax.agents.networks import validate_layers
 from hordax.validation import need as shared_need
 
 
@@ -55,8 +56,6 @@ class PQNConfig:
 
 def validate_pqn(cfg: PQNConfig, batch_size: int | None = None) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
-    from hordax.agents.networks import ACTIVATIONS
-
     need = functools.partial(shared_need, prefix="agent.")
 
     fin = math.isfinite
@@ -95,16 +94,4 @@ def validate_pqn(cfg: PQNConfig, batch_size: int | None = None) -> None:
             cfg.num_minibatches,
             f"must divide the batch num_envs * rollout_length = {batch_size}",
         )
-    net = cfg.network
-    need(
-        bool(net.hidden_sizes) and all(int(h) >= 1 for h in net.hidden_sizes),
-        "network.hidden_sizes",
-        list(net.hidden_sizes),
-        "need >= 1 layer, each >= 1",
-    )
-    need(
-        net.activation in ACTIVATIONS,
-        "network.activation",
-        repr(net.activation),
-        f"allowed values are {sorted(ACTIVATIONS)}",
-    )
+    validate_layers(cfg.network.hidden_sizes, cfg.network.activation, "agent.network.")

@@ -78,9 +78,17 @@ def annualized_volatility(curve: Any, periods_per_year: float, xp: Any = np) -> 
     return _std(step_returns(curve, xp), xp) * xp.sqrt(periods_per_year)
 
 
-def sharpe(curve: Any, periods_per_year: float, xp: Any = np) -> Any:
-    r = step_returns(curve, xp)
+def sharpe_of_steps(r: Any, periods_per_year: float = 1.0, xp: Any = np) -> Any:
+    """Sharpe ratio of per-step returns ``r[..., T]`` (or per-step rewards): ``mean / std``
+    (``ddof=1``) times ``sqrt(periods_per_year)``, with the flat rule above. The one Sharpe
+    of hordax: :func:`sharpe` of a curve, the ensemble's validation scores and its rolling
+    selection (``periods_per_year=1``: not annualized) all call it."""
+    r = xp.asarray(r)
     return _ratio(r.mean(-1), _std(r, xp), xp) * xp.sqrt(periods_per_year)
+
+
+def sharpe(curve: Any, periods_per_year: float, xp: Any = np) -> Any:
+    return sharpe_of_steps(step_returns(curve, xp), periods_per_year, xp)
 
 
 def sortino(curve: Any, periods_per_year: float, xp: Any = np) -> Any:

@@ -16,6 +16,19 @@ from flax import struct
 
 from hordax.envs.wrappers.base import Wrapper
 
+#: Default clip and epsilon of normalized observations.
+OBS_CLIP, OBS_EPS = 10.0, 1e-8
+
+
+def normalize(
+    obs: jax.Array, mean: jax.Array, var: jax.Array, clip: float = OBS_CLIP, eps: float = OBS_EPS
+) -> jax.Array:
+    """``clip((obs - mean) / sqrt(var + eps), -clip, clip)`` as ``f32`` (the one formula of
+    observation normalization: this wrapper, PQL's sample-time normalization and the frozen
+    statistics of saved agents use it). ``obs [..., *S]``, ``mean``, ``var`` ``f32 S``."""
+    z = (obs.astype(jnp.float32) - mean) / jnp.sqrt(var + eps)
+    return jnp.clip(z, -clip, clip).astype(jnp.float32)
+
 
 @struct.dataclass
 class RunningStats:
@@ -58,15 +71,16 @@ class NormalizeObservation(Wrapper):
     Requires array observations (not dict observations).
     """
 
-    def __init__(self, env: Any, clip: float = 10.0, eps: float = 1e-8, update_stats: bool = True):
+    def __init__(
+        self, env: Any, clip: float = OBS_CLIP, eps: float = OBS_EPS, update_stats: bool = True
+    ):
         super().__init__(env)
         if not clip > 0:
             raise ValueError(f"clip={clip}: must be > 0")
         self.clip, self.eps, self.update_stats = float(clip), float(eps), bool(update_stats)
 
     def _normalize(self, obs: jax.Array, stats: RunningStats) -> jax.Array:
-        z = (obs - stats.mean) / jnp.sqrt(stats.var + self.eps)
-        return jnp.clip(z, -self.clip, self.clip).astype(jnp.float32)
+        return normalize(obs, stats.mean, stats.var, self.clip, self.eps)
 
     def reset(
         self, key: jax.Array, params: Any = None

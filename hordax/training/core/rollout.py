@@ -22,6 +22,20 @@ class Transition:
     info: dict  # env info without final_observation (log, metrics, ...)
 
 
+def env_step(env: Any, env_params: Any, key: jax.Array, env_state: Any, action: Any) -> tuple:
+    """One batch step: ``(next_obs, env_state, reward, terminated, truncated, final_obs,
+    info)`` with ``final_obs = info["final_observation"]`` (the true next observation, also
+    at episode ends) taken out of ``info``, and the info's duplicate done flags dropped."""
+    next_obs, env_state, reward, terminated, truncated, info = env.step(
+        key, env_state, action, env_params
+    )
+    info = dict(info)
+    final_obs = info.pop("final_observation")
+    for k in ("terminated", "truncated"):
+        info.pop(k, None)
+    return next_obs, env_state, reward, terminated, truncated, final_obs, info
+
+
 def rollout(
     env: Any,
     env_params: Any,
@@ -41,13 +55,9 @@ def rollout(
         env_state, obs = carry
         key_act, key_env = jax.random.split(key_t)
         action, extras = agent.act(agent_state, obs, key_act)
-        next_obs, env_state, reward, terminated, truncated, info = env.step(
-            key_env, env_state, action, env_params
+        next_obs, env_state, reward, terminated, truncated, final_obs, info = env_step(
+            env, env_params, key_env, env_state, action
         )
-        info = dict(info)
-        final_obs = info.pop("final_observation")
-        for k in ("terminated", "truncated"):
-            info.pop(k, None)
         tr = Transition(obs, action, reward, terminated, truncated, final_obs, extras, info)
         return (env_state, next_obs), tr
 
@@ -82,13 +92,9 @@ def recurrent_rollout(
         env_state, obs, carry, reset = c
         key_act, key_env = jax.random.split(key_t)
         action, extras, carry = agent.act_recurrent(agent_state, obs, key_act, carry, reset)
-        next_obs, env_state, reward, terminated, truncated, info = env.step(
-            key_env, env_state, action, env_params
+        next_obs, env_state, reward, terminated, truncated, final_obs, info = env_step(
+            env, env_params, key_env, env_state, action
         )
-        info = dict(info)
-        final_obs = info.pop("final_observation")
-        for k in ("terminated", "truncated"):
-            info.pop(k, None)
         extras = {
             **extras,
             "reset": reset,

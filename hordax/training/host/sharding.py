@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+# jax (and the config package, which imports it) are imported inside the functions: the CLI
+# imports this module to call use_all_cpu_cores() before jax initializes its backends.
+if TYPE_CHECKING:
+    from hordax.training.config.mesh import MeshConfig
 
 SEED_AXIS, DATA_AXIS = "seed", "data"
 
@@ -32,40 +36,13 @@ SEED_AXIS, DATA_AXIS = "seed", "data"
 BATCHED_FIELDS = frozenset({"env_state", "obs", "carry", "reset"})
 
 
-@dataclass
-class MeshConfig:
-    """Mesh shape (hydra group ``mesh``)."""
-
-    name: str = "auto"
-    """Preset name (auto, single, data8, seed8, seed4_data2, ...): documentation only."""
-    seed: int = -1
-    """Devices on the population axis; -1 = the largest divisor of population.size that
-    fits the devices (1 without a population)."""
-    data: int = -1
-    """Devices on the env-batch axis; -1 = all devices not used by ``seed``."""
-    min_envs_per_device: int = 128
-    """With data=-1, use fewer devices rather than give one fewer envs than this (small
-    batches run faster on one device: the update's shuffles cost more than they save)."""
-
-
-def validate_mesh(mesh: MeshConfig) -> None:
-    """Host-side checks of a mesh config; ``ValueError`` naming the key (``mesh.<key>``)."""
-    for key, value in (("seed", mesh.seed), ("data", mesh.data)):
-        if not (value == -1 or value >= 1):
-            raise ValueError(f"mesh.{key}={value}: must be -1 (auto) or an integer >= 1")
-    if mesh.min_envs_per_device < 1:
-        raise ValueError(
-            f"mesh.min_envs_per_device={mesh.min_envs_per_device}: must be an integer >= 1"
-        )
-
-
 def use_all_cpu_cores(num_devices: int | None = None) -> None:
     """Ask XLA for ``num_devices`` (default: all cores) host devices.
 
     Must run before jax initializes its backends; a no-op when ``XLA_FLAGS`` already sets
     a device count or when jax has already been initialized. For library users::
 
-        import hordax.training.sharding as sh; sh.use_all_cpu_cores()  # before `import jax`
+        import hordax.training.host.sharding as sh; sh.use_all_cpu_cores()  # before `import jax`
     """
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
@@ -103,6 +80,8 @@ def make_mesh(
     """A ``jax.sharding.Mesh`` with axes ``("seed", "data")``."""
     import jax
     from jax.sharding import Mesh
+
+    from hordax.training.config.mesh import MeshConfig
 
     cfg = cfg or MeshConfig()
     devices = list(devices if devices is not None else jax.devices())
@@ -185,9 +164,13 @@ def _spec(leaf: Any, batch_axes: tuple, batch_size: int, population: bool) -> An
 def train_state_shardings(state: Any, mesh: Any, num_envs: int, population: bool = False) -> Any:
     """Shardings for a trainer state: env state and observations split over ``data`` on
     their env axis, everything else (agent, keys, counters) replicated over ``data``;
-    with ``population=True`` every leaf has a leading member axis split over ``seed``."""
+    with ``population=True`` every leaf has a leading member axis split over ``seed``. A
+    tuple of states (a mixed ensemble's groups) gets a tuple of shardings."""
     import jax
     from jax.sharding import NamedSharding
+
+    if isinstance(state, tuple):
+        return tuple(train_state_shardings(s, mesh, num_envs, population) for s in state)
 
     def shard(subtree: Any, batched: bool) -> Any:
         return jax.tree.map(

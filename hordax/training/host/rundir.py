@@ -6,6 +6,8 @@ fault-injection hook of the kill tests.
   are never mixed in one directory. Files that are not a run's (a user's notes) are left.
 - :func:`write_atomic` writes a file whole or not at all (temporary file + ``os.replace``):
   a run killed at any moment leaves the old file or the new one, never half of one.
+- :func:`open_metrics` opens ``metrics.jsonl`` for a fresh or resumed run (rows a killed run
+  logged past its last checkpoint are dropped).
 - :func:`fault_point` kills the process with SIGKILL at a named phase when
   ``HORDAX_FAULT_AT=<phase>[:<n>]`` is set (the n-th time this process reaches it), so the
   fault-injection test covers every phase deterministically. Unset, it does nothing.
@@ -14,10 +16,12 @@ fault-injection hook of the kill tests.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import signal
 import uuid
+from typing import Any
 
 #: What a run writes into its directory, in the order :func:`clear` removes it: outputs
 #: first, the run's identity (``overrides.json``, ``config.yaml``) last, so a kill during
@@ -110,3 +114,32 @@ def fault_point(phase: str) -> None:
     _reached[phase] = _reached.get(phase, 0) + 1
     if _reached[phase] == int(count):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def open_metrics(run_dir: str | None, start_chunk: int) -> tuple[Any, dict]:
+    """``(metrics.jsonl open for appending, last kept row)``; on resume, rows past the
+    checkpoint are dropped (a killed run may have logged chunks it never checkpointed), and
+    the last kept row stands for a run resumed after its final chunk. The kept rows are
+    rewritten whole (a kill while rewriting leaves the old file)."""
+    if not run_dir:
+        return None, {}
+    path = os.path.join(run_dir, "metrics.jsonl")
+    kept: list[tuple[str, dict]] = []
+    if start_chunk and os.path.isfile(path):
+        with open(path) as f:
+            kept = [(line, row) for line in f if (row := parse_row(line)) is not None]
+        kept = [(line, row) for line, row in kept if row["chunk"] < start_chunk]
+    write_atomic(path, "".join(line for line, _ in kept))
+    f = open(path, "a")  # noqa: SIM115 (closed by the caller)
+    return f, (kept[-1][1] if kept else {})
+
+
+def parse_row(line: str) -> dict | None:
+    """A whole metrics row, or None for a line a kill cut short (never checkpointed)."""
+    if not line.endswith("\n"):
+        return None
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) and isinstance(row.get("chunk"), int) else None

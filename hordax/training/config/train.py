@@ -1,7 +1,9 @@
-"""Typed run configuration (the hydra schemas) and host-side validation.
+"""Typed run configuration (the hydra schemas of ``hordax train``) and the host-side checks
+that need no algorithm.
 
 The CLI composes YAML from ``hordax/configs/`` onto these dataclasses, so a typo or a wrong type
-fails at start-up naming the key; :func:`validate` then checks ranges and relations and
+fails at start-up naming the key; :func:`validate_run` checks ranges and relations of the
+run (the full check, with the algorithm's own, is ``hordax.training.trainers.validate``) and
 :func:`resolve` computes derived sizes. Library code receives these dataclasses, never a
 hydra ``DictConfig``.
 """
@@ -13,10 +15,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from hordax.agents.ppo import TRACED_HPARAMS, PPOConfig, validate_ppo
-from hordax.training.ensemble import EnsembleConfig, validate_ensemble
-from hordax.training.population import PopulationConfig, validate_population
-from hordax.training.sharding import MeshConfig, validate_mesh
+from hordax.agents.ppo.config import PPOConfig
+from hordax.training.config.ensemble import EnsembleConfig
+from hordax.training.config.mesh import MeshConfig, validate_mesh
+from hordax.training.config.population import PopulationConfig
+from hordax.training.core.types import Resolved
 from hordax.validation import need
 
 
@@ -35,8 +38,11 @@ class EnvConfig:
 
 
 @dataclass
-class OnPolicyTrainerConfig:
+class TrainerConfig:
+    """Batch and budget sizes of every trainer (hydra group ``trainer``)."""
+
     name: str = "on_policy"
+    """The preset's name (``hordax/configs/trainer/on_policy.yaml``): documentation only."""
     num_envs: int = 4
     """Parallel environments (the batch axis)."""
     rollout_length: int = 128
@@ -74,8 +80,9 @@ class CheckpointConfig:
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: Any = field(default_factory=PPOConfig)
-    """PPOConfig, PQNConfig or PQLConfig (the ``agent`` group's schema picks it)."""
-    trainer: OnPolicyTrainerConfig = field(default_factory=OnPolicyTrainerConfig)
+    """The agent config of a registered algorithm (``PPOConfig``, ``PQNConfig``, ``PQLConfig``;
+    the ``agent`` group's schema picks it)."""
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     mesh: MeshConfig = field(default_factory=MeshConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -97,34 +104,16 @@ class TrainConfig:
     id from the environment, e.g. JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID)."""
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """Sizes derived from a validated config."""
-
-    num_updates: int
-    chunk_updates: int
-    num_chunks: int
-    steps_per_update: int
-
-    @property
-    def env_steps(self) -> int:
-        return self.num_updates * self.steps_per_update
-
-
-AGENTS = ("ppo", "pqn", "pql")
 LOGGERS = ("stdout", "wandb")
 
 
 _need = functools.partial(need, error=ConfigError)
 
 
-def validate(cfg: TrainConfig) -> Resolved:
-    """Check ranges and relations on the host; return the derived sizes."""
-    _need(
-        cfg.agent.name in AGENTS, "agent.name", cfg.agent.name, f"allowed values are {list(AGENTS)}"
-    )
+def validate_run(cfg: TrainConfig) -> None:
+    """The checks of the trainer sizes, logger, mesh and checkpoint settings (``ConfigError``
+    naming the key)."""
     tr = cfg.trainer
-    rnn_size = int(getattr(getattr(cfg.agent, "network", None), "rnn_size", 0))  # PPO's GRU
     _need(tr.num_envs >= 1, "trainer.num_envs", tr.num_envs, "must be an integer >= 1")
     _need(
         tr.rollout_length >= 1,
@@ -165,103 +154,28 @@ def validate(cfg: TrainConfig) -> Resolved:
     ck = cfg.checkpoint
     _need(ck.every >= 0, "checkpoint.every", ck.every, "must be an integer >= 0 (0 = never)")
     _need(ck.keep >= 1, "checkpoint.keep", ck.keep, "must be an integer >= 1")
-    try:
-        validate_population(cfg.population, _traced_hparams(cfg.agent.name))
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    try:
-        validate_ensemble(cfg.ensemble)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if cfg.ensemble.enabled and list(cfg.ensemble.algorithms):  # mixed-algorithm ensemble
-        from hordax.training.mixed import validate_mixed
 
-        try:
-            validate_mixed(cfg)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
-    _need(
-        not cfg.ensemble.enabled or bool(cfg.ensemble.algorithms) or cfg.population.size >= 2,
-        "ensemble.members",
-        cfg.ensemble.members,
-        "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
-    )
-    _need(
-        not cfg.ensemble.enabled or rnn_size == 0,
-        "agent.network.rnn_size",
-        rnn_size,
-        "agent=ensemble combines feed-forward PPO members only (rnn_size=0)",
-    )
+
+def validate_seed(cfg: TrainConfig) -> None:
+    """Member ``i`` of a population has seed ``seed + i``: all must be valid seeds."""
     _need(
         cfg.seed >= 0 and cfg.seed + cfg.population.size <= 2**63,
         "seed",
         cfg.seed,
         "must be an integer in [0, 2**63 - population.size]",
     )
-    try:
-        _validate_agent(cfg, steps_per_update)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if cfg.agent.name == "pql" and cfg.agent.mode == "parallel":
-        _validate_pql_parallel(cfg)
-    if rnn_size:  # recurrent PPO: minibatches are whole env sequences
-        _need(
-            tr.num_envs % cfg.agent.num_minibatches == 0,
-            "agent.num_minibatches",
-            cfg.agent.num_minibatches,
-            f"must divide trainer.num_envs = {tr.num_envs} with a recurrent network "
-            "(minibatches are whole env sequences)",
-        )
-    return resolve(cfg)
 
 
-def _traced_hparams(agent: str) -> tuple[str, ...]:
-    if agent == "pqn":
-        from hordax.agents import pqn
-
-        return pqn.TRACED_HPARAMS
-    if agent == "pql":
-        from hordax.agents import pql
-
-        return pql.TRACED_HPARAMS
-    return TRACED_HPARAMS
-
-
-def _validate_agent(cfg: TrainConfig, steps_per_update: int) -> None:
-    """The agent's own checks (ValueError naming the key)."""
-    name = cfg.agent.name
-    if name == "pqn":
-        from hordax.agents.pqn import validate_pqn
-
-        validate_pqn(cfg.agent, batch_size=steps_per_update)
-    elif name == "pql":
-        from hordax.agents.pql import validate_pql
-
-        validate_pql(cfg.agent, cfg.trainer.num_envs, cfg.trainer.rollout_length)
-    else:
-        validate_ppo(cfg.agent, batch_size=steps_per_update)
-
-
-def _validate_pql_parallel(cfg: TrainConfig) -> None:
-    """What PQL's parallel mode does not support (it is not one jitted program)."""
-    rule = "agent.mode=parallel does not support {}; use agent.mode=sync"
-    _need(cfg.population.size == 1, "population.size", cfg.population.size,
-          rule.format("populations (population.size must be 1)"))  # fmt: skip
-    _need(cfg.checkpoint.every == 0, "checkpoint.every", cfg.checkpoint.every,
-          rule.format("checkpoints (checkpoint.every must be 0)"))  # fmt: skip
-    _need(not cfg.resume, "resume", cfg.resume, rule.format("resume"))
-    _need(not cfg.distributed, "distributed", cfg.distributed, rule.format("multi-host runs"))
-
-
-def resolve(cfg: TrainConfig) -> Resolved:
-    """Derive update and chunk counts (no device queries here).
+def resolve(cfg: TrainConfig | TrainerConfig) -> Resolved:
+    """Derive update and chunk counts from ``cfg.trainer`` (or a :class:`TrainerConfig`; no
+    device queries here).
 
     The budget is rounded up, never down: ``ceil(total_env_steps / (num_envs *
     rollout_length))`` updates, split into ``min(num_chunks, updates)`` chunks of equal
     size, rounded up to whole chunks. E.g. 40,000 steps with 256 envs x 16 steps: 10
     updates (40,960 steps), in 10 chunks of one update for ``num_chunks=20``.
     """
-    tr = cfg.trainer
+    tr = getattr(cfg, "trainer", cfg)
     steps_per_update = tr.num_envs * tr.rollout_length
     requested = max(1, -(-tr.total_env_steps // steps_per_update))  # ceil, exact for ints
     chunk_updates = math.ceil(requested / min(tr.num_chunks, requested))

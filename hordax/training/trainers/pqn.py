@@ -3,8 +3,8 @@
     update = rollout scan (epsilon-greedy) -> max_a Q(next_obs) -> Q(lambda) targets
              -> agent.update (epochs x minibatches)
 
-Same state layout (:class:`~hordax.training.on_policy.TrainState`), chunking, metrics and
-NaN flags as the PPO trainer, so ``hordax.training.run`` drives it unchanged.
+Same state layout (:class:`~hordax.training.core.types.TrainState`), chunking, metrics and
+NaN flags as the PPO trainer, so the host loop drives it unchanged.
 """
 
 from __future__ import annotations
@@ -14,43 +14,44 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hordax.agents.pqn import PQNBatch, make_agent
-from hordax.envs.core import is_multi_agent
-from hordax.training.config import OnPolicyTrainerConfig, Resolved
-from hordax.training.estimators import compute_q_lambda
-from hordax.training.on_policy import TrainState, episode_metrics, finiteness, make_env_stack
-from hordax.training.rollout import rollout
+from hordax.agents.pqn import (
+    TRACED_HPARAMS,
+    PQNBatch,
+    PQNConfig,
+    PQNState,
+    make_agent,
+    validate_pqn,
+)
+from hordax.training.config import TrainerConfig
+from hordax.training.core.estimators import compute_q_lambda
+from hordax.training.core.metrics import episode_metrics, finiteness
+from hordax.training.core.rollout import rollout
+from hordax.training.core.trainer import UpdateLoop
+from hordax.training.core.types import Algorithm, Resolved, TrainState
 
 
-class PQNTrainer:
+class PQNTrainer(UpdateLoop):
     """PQN on a single-agent env with a ``Discrete`` action space.
 
     Args:
         trainer_cfg: batch and budget sizes (``trainer.num_envs``, ``rollout_length``, ...).
         agent_cfg: :class:`~hordax.agents.pqn.PQNConfig`.
         env, env_params: the raw environment and its params (wrapped here).
-        resolved: derived sizes (from :func:`hordax.training.config.validate`).
+        resolved: derived sizes (from ``hordax.training.trainers.validate``).
     """
+
+    name = "PQN"
 
     def __init__(
         self,
-        trainer_cfg: OnPolicyTrainerConfig,
+        trainer_cfg: TrainerConfig,
         agent_cfg: Any,
         env: Any,
         env_params: Any,
         resolved: Resolved,
     ):
-        if is_multi_agent(env):
-            raise NotImplementedError("the PQN trainer supports single-agent envs")
-        self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
-        self.env_params = env_params
-        self.env = make_env_stack(env, agent_cfg, trainer_cfg.num_envs, trainer_cfg.reset_pool)
-        self.agent = make_agent(
-            agent_cfg,
-            env.observation_space(env_params).shape,
-            env.action_space(env_params),
-            resolved.num_updates,
-        )
+        super().__init__(trainer_cfg, agent_cfg, env, env_params, resolved)
+        self.agent = make_agent(agent_cfg, self.obs_shape, self.action_space, resolved.num_updates)
 
     def init(self, key: jax.Array) -> TrainState:
         key, key_agent, key_env = jax.random.split(key, 3)
@@ -91,8 +92,18 @@ class PQNTrainer:
         metrics = {**losses, **episode_metrics(tr.info), **finiteness(losses, agent_state)}
         return TrainState(agent_state, env_state, obs, key, state.update_idx + 1), metrics
 
-    def run_chunk(self, state: TrainState, num_updates: int) -> tuple[TrainState, dict]:
-        return jax.lax.scan(lambda s, _: self.update(s), state, None, length=num_updates)
 
-    def train(self, key: jax.Array) -> tuple[TrainState, dict]:
-        return self.run_chunk(self.init(key), self.resolved.num_updates)
+def validate(agent_cfg: PQNConfig, trainer_cfg: TrainerConfig) -> None:
+    validate_pqn(agent_cfg, batch_size=trainer_cfg.num_envs * trainer_cfg.rollout_length)
+
+
+ALGORITHM = Algorithm(
+    name="pqn",
+    config=PQNConfig,
+    validate=validate,
+    traced_hparams=TRACED_HPARAMS,
+    make_agent=make_agent,
+    inference_state=lambda params: PQNState(params, None, {}, jnp.int32(0), jnp.int32(0)),
+    trainer=PQNTrainer,
+    action_space="discrete",
+)

@@ -1,6 +1,6 @@
 """PQL, parallel mode (``agent.mode=parallel``): actor, V-learner and P-learner run
 concurrently, each a jitted program committed to its own device
-(:func:`hordax.training.sharding.pql_role_devices`), driven by its own host thread (a
+(:func:`hordax.training.host.sharding.pql_role_devices`), driven by its own host thread (a
 jitted call releases the GIL, so the three overlap), exchanging parameters and data:
 
 - **actor**: rollouts of ``T = trainer.rollout_length`` steps of all envs with the newest
@@ -17,7 +17,7 @@ Each jitted learner call does ``k = agent.parallel_groups_per_call`` units of wo
 V-learner ``k`` groups, the P-learner ``k`` actor updates against one critic), which
 amortizes the per-call host overhead when single updates are tiny.
 
-The math is the synchronous trainer's (:class:`~hordax.training.off_policy.PQLTrainer`'s
+The math is the synchronous trainer's (:class:`~hordax.training.trainers.pql.PQLTrainer`'s
 ``critic_batch``, :meth:`PQLAgent.critic_update <hordax.agents.pql.PQLAgent.critic_update>`,
 ``actor_update``, ``n_step_transitions``, ``update_stats``); only the schedule differs.
 
@@ -43,8 +43,9 @@ JSON summary.
 
 Not a pure ``train(key)`` (three host threads), and not bitwise deterministic: which
 actor parameters a rollout uses and which critic an actor update sees depend on timing.
-Not supported (clear errors in :func:`hordax.training.config.validate`): populations,
-checkpoints and resume; ``mesh`` settings are not used.
+Not supported (clear errors in :func:`hordax.training.trainers.validate`): populations,
+checkpoints and resume; ``mesh`` settings are not used. The host loop
+(:mod:`hordax.training.host.loop`) runs it through :class:`ParallelDriver`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,18 +61,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hordax import strict_json
-from hordax.training import replay, sharding
-from hordax.training.off_policy import (
-    NormalizedPolicy,
-    OffPolicyState,
-    PQLTrainer,
-    n_step_transitions,
-    normalize,
-    update_stats,
-)
-from hordax.training.on_policy import episode_metrics
-from hordax.training.rollout import rollout
+from hordax.training.core import replay
+from hordax.training.core.metrics import episode_metrics
+from hordax.training.core.normalization import NormalizedPolicy, normalize, update_stats
+from hordax.training.core.report import NonFiniteError, summarize_chunk
+from hordax.training.core.rollout import rollout
+from hordax.training.host import sharding
+from hordax.training.trainers.pql import OffPolicyState, PQLTrainer, n_step_transitions
 
 ROLES = ("actor", "v_learner", "p_learner")
 
@@ -120,7 +116,7 @@ class ParallelPQL:
         num_rollouts: actor rollouts in the run (``resolved.num_updates``).
         chunk_rollouts: rollouts per logged row (``resolved.chunk_updates``).
         devices: candidate devices (default ``jax.devices()``), assigned to the roles by
-            :func:`~hordax.training.sharding.pql_role_devices`.
+            :func:`~hordax.training.host.sharding.pql_role_devices`.
     """
 
     def __init__(
@@ -204,7 +200,19 @@ class ParallelPQL:
 
     # --- the run -------------------------------------------------------------------------
     def run(self, key: jax.Array, on_row: Callable[[dict], None] | None = None) -> ParallelResult:
-        """Train; ``on_row(row)`` is called on the calling thread after every chunk.
+        """Train; ``on_row(row)`` is called on the calling thread after every chunk (see
+        :meth:`rows`)."""
+        rows = self.rows(key)
+        next(rows)  # compiled
+        for row in rows:
+            if on_row is not None:
+                on_row(row)
+        return self.result
+
+    def rows(self, key: jax.Array) -> Iterator[dict | None]:
+        """Train, yielding on the calling thread ``None`` once every program is compiled
+        (before the roles start), then one row per chunk; :attr:`result` is set at the end.
+        Closing the generator (or an error) stops the roles.
 
         A row: ``chunk``, ``env_steps``, ``wall_s`` (since the roles started), the
         chunk's episode statistics as ``run.summarize_chunk`` gives them (``episodes``,
@@ -244,6 +252,7 @@ class ParallelPQL:
         self._critic_group(v_state, v_buffer, sh.stats_v, k_v)
         jax.block_until_ready(self._actor_step(p_state, p_buffer, sh.stats_p, k_p))
         self.compile_s = time.perf_counter() - t_compile
+        yield None
         rows_out: list[dict] = []
         final: dict[str, Any] = {}
         pending: list[dict] = []  # chunk rows made by the actor, handed to the host thread
@@ -359,8 +368,7 @@ class ParallelPQL:
                     error = sh.error
                 for row in rows:
                     rows_out.append(row)
-                    if on_row is not None:
-                        on_row(row)
+                    yield row
                 if error is not None:
                     raise error
         except BaseException as e:
@@ -372,13 +380,11 @@ class ParallelPQL:
             raise
         for th in threads:
             th.join()
-        return self._finish(sh, final, rows_out, s0)
+        self.result = self._finish(sh, final, rows_out, s0)
 
     def _row(self, sh: _Shared, chunk: int, eps: list[dict], snap: tuple) -> dict:
         """A chunk row (computed on the actor thread; syncs on the chunk's episode sums)."""
         c, nc, na = snap
-        from hordax.training.run import summarize_chunk
-
         ep = jax.device_get(eps)
         row: dict[str, Any] = {
             "chunk": chunk,
@@ -454,81 +460,65 @@ def _device_names(tree: Any) -> list[str]:
 _FINITE_KEYS = ("critic_loss", "critic_grad_norm", "actor_loss", "actor_grad_norm")
 
 
-def train_and_log_parallel(cfg: Any, env: Any, env_params: Any, resolved: Any) -> dict:
-    """``train_and_log`` for ``agent.mode=parallel``: progress bar, ``metrics.jsonl``,
-    logger, NaN guard (on the newest losses of each chunk and the final parameters),
-    ``params.msgpack`` and the JSON summary (with a ``parallel`` section: counts, achieved
-    ratios, busy/wait seconds per role, role devices). No checkpoints, resume or
-    populations (:func:`hordax.training.config.validate` rejects them)."""
-    import os
+class ParallelDriver:
+    """Runs a :class:`PQLTrainer` with ``agent.mode=parallel`` for the host loop (the driver
+    interface of :class:`~hordax.training.host.programs.JitDriver`): rows come from the
+    actor thread; the NaN guard reads each row's newest losses and the final parameters;
+    the summary gets a ``parallel`` section (counts, achieved ratios, busy/wait seconds per
+    role, role devices). No checkpoints, resume or populations (rejected by validation)."""
 
-    from flax import serialization
+    checkpoints = False
 
-    from hordax.training import run as run_mod
-    from hordax.training.logging import make_logger
-    from hordax.training.rundir import write_atomic
+    def __init__(self, cfg: Any, trainer: PQLTrainer):
+        resolved = trainer.resolved
+        self.trainer = trainer
+        self.par = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates)
+        self.key = jax.random.key(cfg.seed)
+        self.devices = len({str(d) for d in self.par.devices.values()})
+        self.label = "pql parallel"
+        self.compile_s: float | None = None
+        self.run_s: float | None = None
+        self.summary: dict = {}
+        self._rows: Iterator[dict | None] | None = None
 
-    run_dir = cfg.run_dir or None
-    t_start = time.perf_counter()
-    trainer = PQLTrainer(cfg.trainer, cfg.agent, env, env_params, resolved)
-    par = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates)
-    logger = make_logger(cfg.logger, run_dir, cfg)
-    metrics_file, _ = run_mod._open_metrics(run_dir, 0)
-    steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
-    bar = run_mod.progress_bar(cfg, resolved, f"{cfg.env.id} pql parallel")
-    last: dict = {}
+    def start(self, ckpt: Any, cfg_dict: dict) -> int:
+        return 0
 
-    def on_row(row: dict) -> None:
-        row = {**row, "sps": row["env_steps"] / row["wall_s"] if row["wall_s"] else math.nan}
-        last.clear()
-        last.update(row)
-        if metrics_file:
-            metrics_file.write(strict_json.dumps(row) + "\n")
-            metrics_file.flush()
+    def compile(self, start_chunk: int, num_chunks: int) -> None:
+        self._rows = self.par.rows(self.key)
+        next(self._rows)  # the roles' programs are compiled
+        self.compile_s = self.par.compile_s
+
+    def chunks(self, start_chunk: int, num_chunks: int) -> Iterator[tuple[int, dict]]:
+        assert self._rows is not None
+        try:
+            for row in self._rows:
+                yield row["chunk"], row
+        finally:
+            self._rows.close()  # stops the roles if the host loop stopped early
+        par = self.par.result.summary
+        self.run_s = par["roles_wall_s"]
+        self.summary = {
+            "mode": "parallel",
+            "parallel": {k: v for k, v in par.items() if k != "mode"},
+        }
+
+    def row(self, row: dict) -> dict:
+        return {**row, "sps": row["env_steps"] / row["wall_s"] if row["wall_s"] else math.nan}
+
+    def check_finite(self, row: dict, chunk: int) -> None:
         bad = [k for k in _FINITE_KEYS if k in row and not math.isfinite(row[k])]
         if bad:
-            raise run_mod.NonFiniteError(
+            raise NonFiniteError(
                 f"non-finite {' and '.join(bad)} by chunk {row['chunk']} (parallel mode; "
                 "no checkpoint kept: checkpoints are not supported in parallel mode)"
             )
-        logger.log(row, step=row["env_steps"])
-        bar.update(steps_per_chunk)
-        bar.set_postfix(ret=f"{row['episode_return']:.1f}", sps=f"{row['sps']:.3g}")
 
-    try:
-        result = par.run(jax.random.key(cfg.seed), on_row)
-    finally:
-        bar.close()
-        if metrics_file:
-            metrics_file.close()
-    saved = run_mod.saved_agent(result.state)
-    if not all(bool(np.all(np.isfinite(x))) for x in jax.tree.leaves(saved["params"])):
-        raise run_mod.NonFiniteError("non-finite parameters at the end (parallel mode)")
-    if run_dir:
-        write_atomic(
-            os.path.join(run_dir, "params.msgpack"), serialization.to_bytes(jax.device_get(saved))
-        )
-    par_summary = result.summary
-    run_s = par_summary["roles_wall_s"]
-    summary: dict[str, Any] = {
-        "env": cfg.env.id,
-        "agent": cfg.agent.name,
-        "mode": "parallel",
-        "seed": cfg.seed,
-        "env_steps": resolved.env_steps,
-        "wall_s": round(time.perf_counter() - t_start, 3),
-        "compile_s": par_summary["compile_s"],
-        "sps": round(resolved.env_steps / run_s, 1) if run_s > 0 else math.nan,
-        "final_return": last.get("episode_return", math.nan),
-        "final_episode_length": last.get("episode_length", math.nan),
-        "params_checksum": run_mod.params_checksum(saved),
-        "metrics": {k[len("task/") :]: v for k, v in last.items() if k.startswith("task/")},
-        "devices": len({str(d) for d in par.devices.values()}),
-        "resumed_from_chunk": None,
-        "run_dir": run_dir,
-        "parallel": {k: v for k, v in par_summary.items() if k != "mode"},
-    }
-    if run_dir:
-        write_atomic(os.path.join(run_dir, "summary.json"), strict_json.dumps(summary, indent=1))
-    logger.finish(summary)
-    return summary
+    def not_kept(self) -> str:
+        return ""
+
+    def saved(self) -> dict:
+        saved = self.trainer.saved_agent(self.par.result.state)
+        if not all(bool(np.all(np.isfinite(x))) for x in jax.tree.leaves(saved["params"])):
+            raise NonFiniteError("non-finite parameters at the end (parallel mode)")
+        return jax.device_get(saved)

@@ -1,6 +1,6 @@
 """Checkpoints of a whole training state with orbax, and the checks that make resume safe.
 
-A checkpoint is the complete :class:`~hordax.training.on_policy.TrainState` (agent
+A checkpoint is the complete train state (:class:`~hordax.training.core.types.TrainState`: agent
 parameters, optimizer state and traced hyperparameters, batch env state with wrapper and
 normalizer statistics, current observations, the run's key and the update counter) after
 a whole number of chunks, so a resumed run continues the same computation bit for bit.
@@ -36,6 +36,7 @@ import jax
 import numpy as np
 
 from hordax import strict_json
+from hordax.training.host.rundir import fault_point
 
 #: Config keys that must be equal for a checkpoint to continue a run (dotted paths into the
 #: resolved TrainConfig as a dict). Logging, progress and checkpoint cadence may change;
@@ -189,8 +190,6 @@ class Checkpointer:
 
     def save(self, step: int, state: Any) -> None:
         """Write the state after ``step`` chunks and wait until it is committed on disk."""
-        from hordax.training.rundir import fault_point
-
         self.manager.save(
             step,
             args=self._ocp.args.StandardSave(to_saveable(state)),

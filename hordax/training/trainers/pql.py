@@ -7,15 +7,16 @@
 
 with ``Nc = beta_av * T`` critic updates per trainer update (``beta_av`` critic updates
 per collection step of all envs) and ``beta_pv`` critic updates per actor update. The
-parallel mode (actor, V-learner and P-learner concurrently) is
-:mod:`hordax.training.pql_parallel`.
+parallel mode (actor, V-learner and P-learner concurrently, ``agent.mode=parallel``) runs
+this trainer's math on another schedule: :mod:`hordax.training.host.pql_parallel`.
 
 Observation normalization (``agent.normalize_obs``): the buffer stores RAW observations;
 the running statistics (:class:`~hordax.envs.wrappers.RunningStats`, the same code as the
 ``NormalizeObservation`` wrapper) live in the train state (``OffPolicyState.obs_stats``)
 and are merged with every rollout's observations; the actor acts on observations
 normalized with the current statistics, and every sampled batch is normalized at sample
-time with the statistics current at that update, so no buffer row goes stale.
+time with the statistics current at that update, so no buffer row goes stale
+(:mod:`hordax.training.core.normalization`).
 """
 
 from __future__ import annotations
@@ -26,19 +27,29 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hordax.agents.pql import CriticBatch, make_agent
-from hordax.envs.core import is_multi_agent
+from hordax.agents.pql import (
+    TRACED_HPARAMS,
+    CriticBatch,
+    PQLConfig,
+    PQLState,
+    make_agent,
+    validate_pql,
+)
 from hordax.envs.wrappers import RunningStats
-from hordax.training import replay
-from hordax.training.config import OnPolicyTrainerConfig, Resolved
-from hordax.training.estimators import compute_n_step
-from hordax.training.on_policy import episode_metrics, make_env_stack
-from hordax.training.rollout import rollout
+from hordax.training.config import ConfigError, TrainConfig, TrainerConfig
+from hordax.training.core import replay
+from hordax.training.core.estimators import compute_n_step
+from hordax.training.core.metrics import episode_metrics, finiteness
+from hordax.training.core.normalization import NormalizedPolicy, normalize, update_stats
+from hordax.training.core.rollout import rollout
+from hordax.training.core.trainer import UpdateLoop
+from hordax.training.core.types import Algorithm, Resolved
+from hordax.validation import need
 
 
 @struct.dataclass
 class OffPolicyState:
-    """:class:`~hordax.training.on_policy.TrainState` plus the replay buffer."""
+    """:class:`~hordax.training.core.types.TrainState` plus the replay buffer."""
 
     agent: Any
     env_state: Any
@@ -49,49 +60,9 @@ class OffPolicyState:
     obs_stats: RunningStats | None = None  # running obs statistics (None: normalize_obs off)
 
 
-#: Clip and epsilon of the normalized observations: those of ``NormalizeObservation``
-#: (and of ``hordax.training.ensemble.greedy_policy``).
-OBS_CLIP, OBS_EPS = 10.0, 1e-8
-
-
-def normalize(obs: jax.Array, stats: RunningStats | None) -> jax.Array:
-    """``clip((obs - mean) / sqrt(var + eps), -10, 10)`` as ``f32``; ``obs`` unchanged
-    (cast to ``f32``) when ``stats`` is None (normalization off)."""
-    obs = obs.astype(jnp.float32)
-    if stats is None:
-        return obs
-    return jnp.clip((obs - stats.mean) / jnp.sqrt(stats.var + OBS_EPS), -OBS_CLIP, OBS_CLIP)
-
-
 def normalize_batch(batch: CriticBatch, stats: RunningStats | None) -> CriticBatch:
     """A sampled batch with ``obs`` and ``next_obs`` normalized with ``stats``."""
     return batch.replace(obs=normalize(batch.obs, stats), next_obs=normalize(batch.next_obs, stats))
-
-
-def update_stats(stats: RunningStats | None, tr: Any, obs: jax.Array) -> RunningStats | None:
-    """Merge the observations a rollout's steps returned into the running statistics.
-
-    ``tr.obs[1:]`` and ``obs`` (``[B, ...]``, the observation after the rollout's last
-    step) are every observation the envs handed back, first observations of new episodes
-    (after an auto-reset) included, as the ``NormalizeObservation`` wrapper merges them;
-    the reset observations are merged at ``init``. Final observations of ended episodes
-    (only in ``tr.next_obs``) are not, as in the wrapper.
-    """
-    if stats is None:
-        return None
-    T, B = tr.reward.shape
-    seen = jnp.concatenate([tr.obs[1:], obs[None]], axis=0)
-    return stats.update(seen.reshape((T * B, *seen.shape[2:])))
-
-
-class NormalizedPolicy:
-    """``agent.act`` on observations normalized with ``stats`` (what ``rollout`` calls)."""
-
-    def __init__(self, agent: Any, stats: RunningStats | None):
-        self.agent, self.stats = agent, stats
-
-    def act(self, agent_state: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
-        return self.agent.act(agent_state, normalize(obs, self.stats), key)
 
 
 def n_step_transitions(tr: Any, gamma: float, n: int, reward_scale: float = 1.0) -> CriticBatch:
@@ -112,29 +83,31 @@ def n_step_transitions(tr: Any, gamma: float, n: int, reward_scale: float = 1.0)
     )
 
 
-class PQLTrainer:
-    """PQL (synchronous schedule) on a single-agent env with a bounded ``Box`` action space."""
+class PQLTrainer(UpdateLoop):
+    """PQL (synchronous schedule) on a single-agent env with a bounded ``Box`` action space.
+
+    With ``agent.mode=parallel`` the host runs it with its parallel driver
+    (``driver = "pql_parallel"``, :mod:`hordax.training.host.pql_parallel`).
+    """
+
+    name = "PQL"
 
     def __init__(
         self,
-        trainer_cfg: OnPolicyTrainerConfig,
+        trainer_cfg: TrainerConfig,
         agent_cfg: Any,
         env: Any,
         env_params: Any,
         resolved: Resolved,
     ):
-        if is_multi_agent(env):
-            raise NotImplementedError("the PQL trainer supports single-agent envs")
-        self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
-        self.env_params = env_params
         # No NormalizeObservation wrapper: the buffer keeps raw observations and the trainer
         # normalizes with the current statistics (see the module docstring).
-        self.env = make_env_stack(env, None, trainer_cfg.num_envs, trainer_cfg.reset_pool)
+        super().__init__(trainer_cfg, agent_cfg, env, env_params, resolved, stack_cfg=None)
         self.normalize_obs = bool(agent_cfg.normalize_obs)
-        self.obs_shape = tuple(env.observation_space(env_params).shape)
-        self.agent = make_agent(agent_cfg, self.obs_shape, env.action_space(env_params))
+        self.agent = make_agent(agent_cfg, self.obs_shape, self.action_space)
         self.critic_updates = round(agent_cfg.beta_av * trainer_cfg.rollout_length)
         self.actor_updates = self.critic_updates // agent_cfg.beta_pv
+        self.driver = "pql_parallel" if agent_cfg.mode == "parallel" else "jit"
 
     def init(self, key: jax.Array) -> OffPolicyState:
         key, key_agent, key_env = jax.random.split(key, 3)
@@ -198,28 +171,66 @@ class PQLTrainer:
         stats = update_stats(state.obs_stats, tr, obs)
         agent_state, losses = self.learn(state.agent, buffer, stats, key_learn)
         agent_state = agent_state.replace(update=agent_state.update + 1)
-        params_ok = jnp.all(
-            jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(agent_state.params)])
-        )
-        loss = losses["critic_loss"] + losses["actor_loss"]
-        grad = losses["critic_grad_norm"] + losses["actor_grad_norm"]
+        both = {
+            "loss": losses["critic_loss"] + losses["actor_loss"],
+            "grad_norm": losses["critic_grad_norm"] + losses["actor_grad_norm"],
+        }
         metrics = {
             **losses,
             **episode_metrics(tr.info),
             "critic_updates": agent_state.critic_updates.astype(jnp.float32),
             "actor_updates": agent_state.actor_updates.astype(jnp.float32),
             "buffer_size": buffer.size.astype(jnp.float32),
-            "nonfinite/loss": ~jnp.isfinite(loss),
-            "nonfinite/gradient": ~jnp.isfinite(grad),
-            "nonfinite/parameters": ~params_ok,
+            **finiteness(both, agent_state),
         }
         new_state = OffPolicyState(
             agent_state, env_state, obs, key, state.update_idx + 1, buffer, stats
         )
         return new_state, metrics
 
-    def run_chunk(self, state: OffPolicyState, num_updates: int):
-        return jax.lax.scan(lambda s, _: self.update(s), state, None, length=num_updates)
 
-    def train(self, key: jax.Array):
-        return self.run_chunk(self.init(key), self.resolved.num_updates)
+def validate(agent_cfg: PQLConfig, trainer_cfg: TrainerConfig) -> None:
+    validate_pql(agent_cfg, trainer_cfg.num_envs, trainer_cfg.rollout_length)
+
+
+def validate_run(agent_cfg: PQLConfig, cfg: TrainConfig) -> None:
+    """What PQL's parallel mode does not support (it is not one jitted program)."""
+    if agent_cfg.mode != "parallel":
+        return
+    rule = "agent.mode=parallel does not support {}; use agent.mode=sync"
+    for ok, key, value, what in (
+        (cfg.population.size == 1, "population.size", cfg.population.size,
+         "populations (population.size must be 1)"),
+        (cfg.checkpoint.every == 0, "checkpoint.every", cfg.checkpoint.every,
+         "checkpoints (checkpoint.every must be 0)"),
+        (not cfg.resume, "resume", cfg.resume, "resume"),
+        (not cfg.distributed, "distributed", cfg.distributed, "multi-host runs"),
+    ):  # fmt: skip
+        need(ok, key, value, rule.format(what), error=ConfigError)
+
+
+def check_member(agent_cfg: PQLConfig) -> None:
+    """Ensemble members train inside one program: the synchronous schedule."""
+    need(
+        agent_cfg.mode == "sync",
+        "agent.mode",
+        repr(agent_cfg.mode),
+        "a mixed ensemble trains its PQL members with the synchronous schedule inside its one"
+        " program (mode=sync)",
+    )
+
+
+ALGORITHM = Algorithm(
+    name="pql",
+    config=PQLConfig,
+    validate=validate,
+    traced_hparams=TRACED_HPARAMS,
+    make_agent=lambda cfg, obs_shape, space, num_updates: make_agent(cfg, obs_shape, space),
+    inference_state=lambda params: PQLState(
+        params, None, None, {}, jnp.int32(0), jnp.int32(0), jnp.int32(0)
+    ),
+    trainer=PQLTrainer,
+    action_space="continuous",
+    validate_run=validate_run,
+    check_member=check_member,
+)

@@ -1,0 +1,84 @@
+"""The gradient step every agent shares: clipped Adam, learning-rate annealing, one optimizer
+step, and minibatch epochs over a batch (Brax's ``training/gradients.py`` idea: one small
+update step that every algorithm calls).
+
+The learning rate is applied outside the optax chain (``-lr * update``) so that it can be a
+traced per-member value: a population ``vmap``-s over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+def clipped_adam(max_grad_norm: float, eps: float = 1e-8) -> optax.GradientTransformation:
+    """Global-norm gradient clipping, then Adam's scaling without its learning rate."""
+    return optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.scale_by_adam(eps=eps))
+
+
+def annealed_learning_rate(
+    lr: jax.Array, step: jax.Array, total_steps: int, anneal: bool
+) -> jax.Array:
+    """``lr`` (``f32[]``), decayed linearly to 0 over ``total_steps`` optimizer steps when
+    ``anneal`` (``step``: ``i32[]`` steps taken)."""
+    if not anneal:
+        return lr
+    frac = jnp.clip(step.astype(jnp.float32) / total_steps, 0.0, 1.0)
+    return lr * (1.0 - frac)
+
+
+def apply_gradient(
+    optimizer: optax.GradientTransformation,
+    params: Any,
+    opt_state: Any,
+    grads: Any,
+    lr: jax.Array,
+) -> tuple[Any, Any]:
+    """One optimizer step with step size ``lr``: ``(new params, new optimizer state)``."""
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates)), opt_state
+
+
+def split_minibatches(x: jax.Array, perm: jax.Array, num_minibatches: int, axis: int = 0):
+    """``x`` shuffled by ``perm`` along ``axis`` and cut into ``num_minibatches`` equal parts,
+    stacked on a new leading axis: ``[..., n, ...] -> [num_minibatches, ..., n / m, ...]``."""
+    x = jnp.moveaxis(jnp.take(x, perm, axis=axis), axis, 0)
+    x = x.reshape((num_minibatches, x.shape[0] // num_minibatches, *x.shape[1:]))
+    return jnp.moveaxis(x, 1, axis + 1)
+
+
+def minibatch_epochs(
+    state: Any,
+    batch: Any,
+    key: jax.Array,
+    *,
+    num_epochs: int,
+    num_minibatches: int,
+    num_rows: int,
+    step: Callable[[Any, Any], tuple[Any, dict]],
+    minibatches: Callable[[Any, jax.Array], Any] | None = None,
+) -> tuple[Any, dict]:
+    """``num_epochs`` passes over ``batch``, each a fresh permutation of its ``num_rows`` rows
+    cut into ``num_minibatches`` minibatches, ``state, metrics = step(state, minibatch)`` on
+    each; returns the final state and every metric's mean over all minibatch steps.
+
+    ``minibatches(batch, perm)`` builds the stacked minibatches (default: every leaf split
+    on its leading axis by :func:`split_minibatches`).
+    """
+    if minibatches is None:
+
+        def minibatches(b: Any, perm: jax.Array) -> Any:
+            return jax.tree.map(lambda x: split_minibatches(x, perm, num_minibatches), b)
+
+    def epoch(st: Any, key_perm: jax.Array):
+        return jax.lax.scan(
+            step, st, minibatches(batch, jax.random.permutation(key_perm, num_rows))
+        )
+
+    state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
+    return state, jax.tree.map(jnp.mean, metrics)

@@ -1,0 +1,72 @@
+"""A run's config to its trainer: the full check of a ``TrainConfig`` and the trainer it asks
+for (one algorithm, a population of it, or a mixed ensemble), both through the registry."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from hordax.training.config import (
+    ConfigError,
+    TrainConfig,
+    is_mixed,
+    resolve,
+    validate_ensemble,
+    validate_population,
+    validate_run,
+    validate_seed,
+)
+from hordax.training.core.types import Resolved
+from hordax.training.trainers.mixed import MixedTrainer, validate_mixed
+from hordax.training.trainers.population import PopulationTrainer
+from hordax.training.trainers.registry import algorithm
+from hordax.validation import need
+
+_need = functools.partial(need, error=ConfigError)
+
+
+def _as_config_error(check: Any, *args: Any) -> None:
+    try:
+        check(*args)
+    except ConfigError:
+        raise
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def validate(cfg: TrainConfig) -> Resolved:
+    """Check ranges and relations on the host (``ConfigError`` naming the key); return the
+    derived sizes."""
+    _as_config_error(algorithm, cfg.agent.name)
+    alg = algorithm(cfg.agent.name)
+    validate_run(cfg)
+    _as_config_error(validate_population, cfg.population, alg.traced_hparams)
+    _as_config_error(validate_ensemble, cfg.ensemble)
+    if is_mixed(cfg):
+        _as_config_error(validate_mixed, cfg)
+    ens = cfg.ensemble
+    _need(
+        not ens.enabled or bool(ens.algorithms) or cfg.population.size >= 2,
+        "ensemble.members",
+        ens.members,
+        "agent=ensemble needs at least 2 members (ensemble.members or population.size)",
+    )
+    validate_seed(cfg)
+    _as_config_error(alg.validate, cfg.agent, cfg.trainer)
+    if alg.validate_run is not None:
+        _as_config_error(alg.validate_run, cfg.agent, cfg)
+    if ens.enabled and alg.check_member is not None:  # may it be an ensemble member?
+        _as_config_error(alg.check_member, cfg.agent)
+    return resolve(cfg)
+
+
+def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved) -> Any:
+    """The trainer a (validated) run config asks for: a mixed ensemble
+    (``ensemble.algorithms``), a population (``population.size > 1``) or one run of
+    ``agent.name``."""
+    if is_mixed(cfg):
+        return MixedTrainer(cfg, env, env_params, resolved)
+    trainer = algorithm(cfg.agent.name).trainer(cfg.trainer, cfg.agent, env, env_params, resolved)
+    if cfg.population.size > 1:
+        return PopulationTrainer(trainer, cfg.population.size, cfg.seed, cfg.population.hparams)
+    return trainer
