@@ -36,3 +36,65 @@ register("Aerial-Hover-v0", "hordax.envs.aerial.hover:Hover")
 register("Aerial-Track-v0", "hordax.envs.aerial.track:Track")
 register("Aerial-Navigate-v0", "hordax.envs.aerial.navigate:Navigate")
 register("Aerial-MultiHover-v0", "hordax.envs.aerial.multi_hover:MultiHover")
+
+# multi-agent particle worlds (hordax/envs/mpe): PettingZoo MPE's nine scenarios, one factory
+# (hordax.envs.mpe's __init__ imports nothing: the scenarios load lazily)
+from hordax.envs.mpe import SCENARIOS as _MPE  # noqa: E402
+
+for _continuous in (False, True):
+    for _name in _MPE:
+        _suffix = "-Continuous" if _continuous else ""
+        register(
+            f"MPE-{_name}{_suffix}-v0",
+            "hordax.envs.mpe.scenarios:make_scenario",
+            scenario=_name,
+            continuous_actions=_continuous,
+        )
+
+# driving family (hordax/envs/driving): real road maps and procedural layouts with generated
+# traffic, GPUDrive JSON scenes with log replay. The small id comes first: the contract suite
+# runs its full checks on the first id of each class (docs/driving.md).
+_DRIVE = "hordax.envs.driving.env"
+register(
+    "Drive-IntersectionSmall-v0",
+    f"{_DRIVE}:Drive",
+    scenes=("procedural-intersection",),
+    num_agents=4,
+    num_background=4,
+    max_partners=8,
+    max_road_points=32,
+    num_variants=4,
+)
+register("Drive-Intersection-v0", f"{_DRIVE}:Drive", scenes=("procedural-intersection",))
+register("Drive-Merge-v0", f"{_DRIVE}:Drive", scenes=("procedural-merge",))
+register("Drive-Roundabout-v0", f"{_DRIVE}:Drive", scenes=("procedural-roundabout",))
+for _id, _map, _agents in (
+    ("USAIntersection", "USA_Intersection-1", 8),
+    ("USARoundabout", "USA_Roundabout-1", 8),
+    ("DEUMerging", "DEU_Merging-1", 4),
+    ("Kackertstrasse", "DEU_Kackertstrasse-1", 8),
+    ("Bendplatz", "DEU_AachenBendplatz-1", 8),
+    ("AachenBrand", "DEU_AachenBrand-1", 8),
+):
+    register(
+        f"Drive-{_id}-v0",
+        f"{_DRIVE}:Drive",
+        scenes=(_map,),
+        num_agents=_agents,
+        num_background=_agents,
+    )
+register(
+    "Drive-Maps-v0",
+    f"{_DRIVE}:Drive",
+    scenes=(
+        "USA_Intersection-1",
+        "USA_Roundabout-1",
+        "DEU_Merging-1",
+        "DEU_Kackertstrasse-1",
+        "DEU_AachenBendplatz-1",
+        "DEU_AachenBrand-1",
+    ),
+    num_agents=4,
+    num_background=4,
+)
+register("Drive-GPUDriveJSON-v0", f"{_DRIVE}:DriveLog")

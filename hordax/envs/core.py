@@ -171,6 +171,14 @@ class MultiAgentEnvironment(Environment[TEnvState, TEnvParams]):
         space."""
         return row_space(self.action_space(params), i)
 
+    def agent_mask(self, state: Any, params: Any) -> jax.Array:
+        """``bool[n]``: the agents active in ``state`` (False for padding, not-yet-spawned or
+        finished agents). On a step it equals ``info["agent_mask"]`` of the step that returned
+        ``state``; trainers read it for the state an observation comes from (a new episode's
+        first state included), so an agent's transition counts iff it was active when it
+        acted. Default: every slot active."""
+        return jnp.ones((self.num_agents,), bool)
+
 
 def row_space(space: Any, i: int) -> Any:
     """Row ``i`` of a stacked space: a ``Box[n, ...]`` -> ``Box[...]`` (its bounds' row),

@@ -17,6 +17,7 @@ hordax's multi-agent envs stack agents on a leading axis (``obs [n, ...]``, ``ac
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium
@@ -28,6 +29,14 @@ from pettingzoo import ParallelEnv
 from hordax.envs.core import is_multi_agent
 from hordax.envs.gymnasium_adapter import _resolve, check_action, to_gym_space
 from hordax.envs.wrappers.clip import clip_action
+
+
+@functools.partial(jax.jit, static_argnames=("env",))
+def _step(env: Any, key: jax.Array, state: Any, action: Any, params: Any) -> tuple:
+    """``step_env`` on the clipped action, plus ``truncated`` (no auto-reset)."""
+    action = clip_action(action, env.action_space(params))
+    obs, state, reward, terminated, info = env.step_env(key, state, action, params)
+    return obs, state, reward, terminated, env.is_truncated(state, params), info
 
 
 class PettingZooParallelEnv(ParallelEnv):
@@ -60,13 +69,10 @@ class PettingZooParallelEnv(ParallelEnv):
         }
         self._stacked_action = to_gym_space(self.env.action_space(self.params))
 
-        def step(key, state, action, params):
-            action = clip_action(action, self.env.action_space(params))
-            obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
-            return obs, state, reward, terminated, self.env.is_truncated(state, params), info
-
-        self._reset = jax.jit(self.env.reset)
-        self._step = jax.jit(step)
+        # jitted with the env as a static argument: adapters over equal envs (an env class
+        # that defines value equality, e.g. MPE's) share one compiled program
+        self._reset = self.env.reset  # gymnax jits it with the env static
+        self._step = functools.partial(_step, self.env)
         self._state = None
         self._key = None
         self.agents: list[str] = []

@@ -8,10 +8,12 @@ from hordax.agents.ppo.agent import (
     RecurrentPPOBatch,
     make_agent,
 )
-from hordax.agents.ppo.config import PPOConfig, validate_ppo
+from hordax.agents.ppo.config import IPPOConfig, MAPPOConfig, PPOConfig, validate_ppo
 
 __all__ = [
     "TRACED_HPARAMS",
+    "IPPOConfig",
+    "MAPPOConfig",
     "PPOAgent",
     "PPOBatch",
     "PPOConfig",

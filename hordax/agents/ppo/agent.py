@@ -21,7 +21,7 @@ from hordax.agents.networks import (
     ValueHead,
 )
 from hordax.agents.ppo.config import PPOConfig
-from hordax.agents.ppo.losses import policy_loss, value_loss
+from hordax.agents.ppo.losses import policy_loss, value_loss, weighted_mean
 from hordax.agents.sgd import (
     annealed_learning_rate,
     apply_gradient,
@@ -61,6 +61,13 @@ class PPOBatch:
     value: jax.Array  # [N] behaviour value V(obs)
     advantage: jax.Array  # [N] GAE advantage
     target: jax.Array  # [N] value target = advantage + value
+    # Multi-agent: bool[N], the row's agent was active when it acted (rows with False add
+    # nothing to the losses, the advantage normalization or the diagnostics). None: all.
+    mask: jax.Array | None = None
+
+
+#: The per-row fields both batch kinds share.
+_SEQ_FIELDS = ("obs", "action", "log_prob", "value", "advantage", "target")
 
 
 @struct.dataclass
@@ -77,13 +84,28 @@ class RecurrentPPOBatch:
     carry0: dict  # {"actor": [B, H], "critic": [B, H]} (shared: {"actor_critic": [B, H]})
 
 
+def actor_input(obs: Any) -> jax.Array:
+    """The actor's observation: ``obs``, or ``obs["actor"]`` of an ``{"actor", "critic"}``
+    pair (``VecEnv(critic_obs=True)``)."""
+    return obs["actor"] if isinstance(obs, dict) else obs
+
+
+def critic_input(obs: Any) -> jax.Array:
+    """The critic's observation: ``obs``, or ``obs["critic"]`` of a pair (the env's
+    ``critic_observation``: asymmetric actor-critic, MAPPO's centralized critic)."""
+    return obs["critic"] if isinstance(obs, dict) else obs
+
+
 class PPOAgent:
     """PPO for ``Discrete`` or ``Box`` action spaces: one actor and one critic network, or
     one network with a policy and a value output (``network.shared_torso``).
 
+    Observations are arrays, or ``{"actor": ..., "critic": ...}`` pairs: the actor reads
+    ``"actor"``, the critic ``"critic"`` (``obs_shape`` is then the dict of both shapes).
+
     Args:
         config: hyperparameters.
-        obs_shape: single observation shape.
+        obs_shape: single observation shape (a dict of two for pairs).
         action_space: gymnax ``Discrete`` or ``Box`` space.
         num_updates: rollouts in the whole run (sets the learning-rate schedule).
     """
@@ -92,7 +114,11 @@ class PPOAgent:
         self, config: PPOConfig, obs_shape: tuple[int, ...], action_space: Any, num_updates: int
     ):
         self.config = config
-        self.obs_shape = tuple(obs_shape)
+        self.obs_shape = (
+            {k: tuple(v) for k, v in obs_shape.items()}
+            if isinstance(obs_shape, dict)
+            else tuple(obs_shape)
+        )
         if isinstance(action_space, spaces.Discrete):
             self.continuous, self.action_dim = False, int(action_space.n)
         elif isinstance(action_space, spaces.Box):
@@ -102,6 +128,11 @@ class PPOAgent:
             raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
         self.recurrent = int(config.network.rnn_size) > 0
         self.shared = bool(config.network.shared_torso)
+        if self.shared and isinstance(self.obs_shape, dict):
+            raise ValueError(
+                "agent.network.shared_torso=True: one torso cannot read the actor's and the "
+                "critic's observations of a pair (agent.critic_obs); use shared_torso=false"
+            )
         net, n, cont = config.network, self.action_dim, self.continuous
         if self.shared:
             head = RecurrentActorCriticHead if self.recurrent else ActorCriticHead
@@ -126,27 +157,35 @@ class PPOAgent:
 
     # --- acting -------------------------------------------------------------------------
     def init(self, key: jax.Array) -> PPOState:
-        dummy = jnp.zeros((1, *self.obs_shape), jnp.float32)
         keys = dict(zip(self.networks, jax.random.split(key, len(self.networks)), strict=True))
+        dummy = jax.tree.map(
+            lambda s: jnp.zeros((1, *s), jnp.float32),
+            self.obs_shape,
+            is_leaf=lambda x: isinstance(x, tuple),
+        )
         if self.recurrent:
             seq, reset, carry = dummy[None], jnp.zeros((1, 1), bool), self.initial_carry(1)
             params = {k: m.init(keys[k], seq, reset, carry[k]) for k, m in self.networks.items()}
         else:
-            params = {k: m.init(keys[k], dummy) for k, m in self.networks.items()}
+            params = {
+                k: m.init(keys[k], critic_input(dummy) if k == "critic" else actor_input(dummy))
+                for k, m in self.networks.items()
+            }
         hparams = {k: jnp.float32(getattr(self.config, k)) for k in TRACED_HPARAMS}
         return PPOState(params, self.optimizer.init(params), hparams, jnp.int32(0))
 
-    def _dist(self, params: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+    def _dist(self, params: Any, obs: Any) -> tuple[jax.Array, jax.Array | None]:
         """The policy output ``(logits or mean [B, n], log_std)`` on ``obs [B, ...]``."""
         if self.shared:
             return self.networks["actor_critic"].apply(params["actor_critic"], obs)[0]
-        return self.networks["actor"].apply(params["actor"], obs)
+        return self.networks["actor"].apply(params["actor"], actor_input(obs))
 
-    def _dist_value(self, params: Any, obs: jax.Array) -> tuple[tuple, jax.Array]:
+    def _dist_value(self, params: Any, obs: Any) -> tuple[tuple, jax.Array]:
         """``((out, log_std), value [B])`` on ``obs [B, ...]``: one torso pass when shared."""
         if self.shared:
             return self.networks["actor_critic"].apply(params["actor_critic"], obs)
-        return self._dist(params, obs), self.networks["critic"].apply(params["critic"], obs)
+        value = self.networks["critic"].apply(params["critic"], critic_input(obs))
+        return self._dist(params, obs), value
 
     def _log_prob_entropy(self, out: jax.Array, log_std: Any, action: jax.Array):
         """Log-probability and entropy ``[N]`` of ``action`` under ``(out [N, n], log_std)``."""
@@ -182,10 +221,10 @@ class PPOAgent:
         out, log_std = self._dist(state.params, obs)
         return self._log_prob_entropy(out, log_std, action)[0]
 
-    def value(self, state: PPOState, obs: jax.Array) -> jax.Array:
+    def value(self, state: PPOState, obs: Any) -> jax.Array:
         if self.shared:
             return self._dist_value(state.params, obs)[1]
-        return self.networks["critic"].apply(state.params["critic"], obs)
+        return self.networks["critic"].apply(state.params["critic"], critic_input(obs))
 
     # --- recurrent acting (network.rnn_size > 0) -----------------------------------------
     def initial_carry(self, batch_size: int) -> dict[str, jax.Array]:
@@ -250,18 +289,22 @@ class PPOAgent:
         (out, log_std), value, _ = self._unroll(params, mb.obs, mb.reset, mb.carry0)
         T, b = mb.reset.shape
         rows = lambda x: x.reshape((T * b, *x.shape[2:]))  # noqa: E731
-        flat = PPOBatch(*(rows(getattr(mb, f)) for f in PPOBatch.__dataclass_fields__))
+        flat = PPOBatch(*(rows(getattr(mb, f)) for f in _SEQ_FIELDS))
         return (*self._log_prob_entropy(rows(out), log_std, flat.action), rows(value), flat)
 
     def _loss(self, params: Any, hp: dict, mb: Any) -> tuple[jax.Array, dict]:
         cfg = self.config
         log_prob, entropy, value, mb = self._forward(params, mb)
-        adv = mb.advantage
-        if cfg.normalize_advantages:
+        adv, w = mb.advantage, mb.mask
+        if cfg.normalize_advantages and w is None:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, hp["clip_eps"])
-        v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value)
-        ent = jnp.mean(entropy)
+        elif cfg.normalize_advantages:  # over the minibatch's active rows only
+            mean = weighted_mean(adv, w)
+            std = jnp.sqrt(weighted_mean(jnp.square(adv - mean), w))
+            adv = (adv - mean) / (std + 1e-8)
+        pi_loss, diag = policy_loss(log_prob, mb.log_prob, adv, hp["clip_eps"], w)
+        v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value, w)
+        ent = weighted_mean(entropy, w)
         total = pi_loss + hp["vf_coef"] * v_loss - hp["ent_coef"] * ent
         return total, {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": ent, **diag}
 
@@ -285,10 +328,7 @@ class PPOAgent:
             # [T, B] leaves split on B, carries [B, H] on B.
             m = cfg.num_minibatches
             return b.replace(
-                **{
-                    f: split_minibatches(getattr(b, f), perm, m, 1)
-                    for f in PPOBatch.__dataclass_fields__
-                },
+                **{f: split_minibatches(getattr(b, f), perm, m, 1) for f in _SEQ_FIELDS},
                 reset=split_minibatches(b.reset, perm, m, 1),
                 carry0=jax.tree.map(lambda c: split_minibatches(c, perm, m), b.carry0),
             )

@@ -43,7 +43,32 @@ class PPOConfig:
     """Running observation normalization (statistics saved with the agent)."""
     normalize_reward: bool = False
     """Scale rewards by the running std of the discounted return."""
+    critic_obs: bool = False
+    """The critic reads the env's critic_observation (asymmetric actor-critic; MAPPO's
+    centralized critic); the env must provide one."""
     network: NetworkConfig = field(default_factory=NetworkConfig)
+
+
+@dataclass
+class IPPOConfig(PPOConfig):
+    """Multi-agent PPO (IPPO): one PPO learner per team of a multi-agent env, parameters
+    shared by the team's agents, the agent axis folded into the batch."""
+
+    name: str = "ippo"
+    agent_id: bool = False
+    """Append each agent's one-hot slot id to its actor (and critic) input."""
+    team_hidden_sizes: dict[str, list[int]] = field(default_factory=dict)
+    """Per-team MLP widths ({team_name: [sizes]}); other teams use network.hidden_sizes."""
+
+
+@dataclass
+class MAPPOConfig(IPPOConfig):
+    """MAPPO: IPPO with a centralized critic on the env's critic_observation (actors
+    decentralized)."""
+
+    name: str = "mappo"
+    critic_obs: bool = True
+    """Always on for MAPPO (the centralized critic)."""
 
 
 def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
@@ -81,3 +106,12 @@ def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
             f"must divide the batch num_envs * rollout_length = {batch_size}",
         )
     validate_network(cfg.network)
+    for team, sizes in dict(getattr(cfg, "team_hidden_sizes", None) or {}).items():
+        need(
+            len(sizes) >= 1 and all(int(h) >= 1 for h in sizes),
+            f"team_hidden_sizes.{team}",
+            list(sizes),
+            "must be a non-empty list of integers >= 1",
+        )
+    if getattr(cfg, "name", "") == "mappo":
+        need(cfg.critic_obs, "critic_obs", cfg.critic_obs, "must be true for agent=mappo")

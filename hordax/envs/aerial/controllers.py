@@ -22,7 +22,7 @@ centres of Aerial Gym's ranges for the base quadrotor: ``K_pos = (2.5, 2.5, 1.5)
 over inertia (4.225e-4, 4.225e-4, 8.45e-4) give ``k_rot = (2367, 2367, 592)`` and
 ``k_angvel = (355, 355, 178)``, but those inner-loop gains are unstable in this simulator
 at 100 Hz with a 0.04 s motor lag (measured: the attitude diverges within a second; see
-``tests/envs/aerial/test_controllers.py``). The inner-loop defaults here were chosen by a
+``tests/envs/aerial/test_aerial_controllers.py``). The inner-loop defaults here were chosen by a
 step-response sweep in this simulator instead: ``k_rot = (150, 150, 37.5)``,
 ``k_angvel = (25, 25, 12.5)`` for the base quadrotor (:func:`default_gains`) and
 ``(30, 30, 7.5)``, ``(12, 12, 6)`` for the Crazyflie (:func:`crazyflie_gains`), whose

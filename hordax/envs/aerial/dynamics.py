@@ -32,7 +32,7 @@ only 4 steps; the gyroscopic term and the controllers' stiff attitude loops) mak
 order schemes visibly wrong at 100 Hz (an Euler motor lag overshoots the exact
 ``1 - exp(-dt/tau)`` response by 13 % per step, and Euler's attitude drift feeds the
 position error), while RK4 stays within ~1e-6 of a tight-tolerance reference
-(``tests/envs/aerial/test_dynamics.py`` checks this against ``scipy.integrate.solve_ivp``).
+(``tests/envs/aerial/test_aerial_dynamics.py`` checks this against ``scipy.integrate.solve_ivp``).
 Its cost is four evaluations of a ~100-flop derivative per step, small against
 observation, reward and (for navigation) the depth camera.
 

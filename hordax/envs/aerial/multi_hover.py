@@ -169,6 +169,9 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         rel = rel[np.arange(n)[:, None], others].reshape(n, 3 * (n - 1))
         return jnp.concatenate([own, rel], axis=-1).astype(jnp.float32)
 
+    def agent_mask(self, state: MultiHoverState, params: MultiHoverParams) -> jax.Array:
+        return ~state.crashed
+
     def observation_space(self, params: MultiHoverParams) -> spaces.Box:
         n = self.num_agents
         high = np.full((n, 13 + 3 * (n - 1)), np.inf, np.float32)

@@ -115,6 +115,9 @@ class MultiPointMass(MultiAgentEnvironment[MultiPointMassState, PointMassParams]
         own = jnp.concatenate([state.pos, state.vel, state.goal - state.pos], axis=-1)
         return jnp.concatenate([own, rel_others], axis=-1).astype(jnp.float32)
 
+    def agent_mask(self, state: MultiPointMassState, params: PointMassParams) -> jax.Array:
+        return ~state.reached
+
     def observation_space(self, params: PointMassParams) -> spaces.Box:
         n = self.num_agents
         high = jnp.concatenate(

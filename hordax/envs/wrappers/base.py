@@ -18,6 +18,23 @@ class Wrapper(GymnaxWrapper):
     not is stepped with in-step resets (:func:`hordax.envs.core.supports_step_no_reset`).
     """
 
+    #: Whether this wrapper's state holds the inner env's state in a field ``env_state``
+    #: (stateful wrappers) rather than being that state itself (stateless ones).
+    wraps_state = False
+
+    def inner_state(self, state: Any) -> Any:
+        """The wrapped env's state inside this wrapper's ``state``."""
+        return state.env_state if self.wraps_state else state
+
+    def critic_observation(self, state: Any, params: Any = None) -> Any:
+        """The innermost env's ``critic_observation`` of the state inside ``state`` (see
+        ``docs/env_protocol.md``, "Critic observations")."""
+        return self._env.critic_observation(self.inner_state(state), params)
+
+    def agent_mask(self, state: Any, params: Any = None) -> Any:
+        """The innermost multi-agent env's ``agent_mask`` of the state inside ``state``."""
+        return self._env.agent_mask(self.inner_state(state), params)
+
     def step_no_reset(
         self, key: Any, state: Any, action: Any, params: Any = None
     ) -> tuple[Any, Any, Any, Any, Any, dict]:

@@ -23,7 +23,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hordax.envs.core import split_step_key, step_no_reset, supports_step_no_reset
+from hordax.envs.core import (
+    has_critic_observation,
+    is_multi_agent,
+    split_step_key,
+    step_no_reset,
+    supports_step_no_reset,
+)
 from hordax.envs.wrappers.base import Wrapper
 
 #: ``reset_pool=AUTO_POOL`` picks :func:`default_reset_pool`; ``0`` turns pools off.
@@ -78,6 +84,7 @@ class VecEnv(Wrapper):
         params_batched: False when one params instance serves every env (default); True
             when params carry a leading ``[B]`` axis (domain randomization: ``vmap`` over
             params). A finished slot is reset with its own params (gathered with its key).
+        critic_obs: observations as ``{"actor", "critic"}`` pairs (see above).
         reset_pool: fresh resets computed per step (``k``): ``-1`` (default) picks
             :func:`default_reset_pool`, ``0`` turns the pool off (``reset_env`` for every env
             every step, gymnax's path), ``k >= num_envs`` is the same as ``0``. Per step the
@@ -85,6 +92,20 @@ class VecEnv(Wrapper):
             ``m > k`` episodes end costs ``ceil(m / k)`` rounds. Used only where
             :func:`~hordax.envs.core.supports_step_no_reset` holds for ``env`` (a wrapper
             that overrides ``step`` without ``step_no_reset`` gets in-step resets).
+
+    Multi-agent envs: ``info["next_agent_mask"]`` (``bool[B, n_agents]``) is
+    ``env.agent_mask`` of the state each slot returns (after an auto-reset, the new
+    episode's first state), i.e. which agents act on the returned observation.
+
+    Critic observations (``critic_obs=True``, for an env with ``critic_observation``, see
+    ``docs/env_protocol.md``): every observation becomes ``{"actor": obs, "critic": c}``
+    with ``c = env.critic_observation(state, params)`` of the state that observation comes
+    from (``f32[B, C]``, ``f32[B, n, C]`` multi-agent): ``reset``'s and ``step``'s
+    observations, and ``info["final_observation"]``, whose critic part is computed from the
+    *terminal* state before the slot's reset (a truncated episode's bootstrap value needs
+    it). The step then always takes the no-reset path (``reset_pool=0`` means a pool of
+    ``num_envs``: every slot reset, the same draws), so the env stack must support
+    :func:`~hordax.envs.core.step_no_reset`.
 
     Under an outer ``jax.vmap`` (a population of trainers) the rounds' loop condition is
     batched, and ``vmap`` turns the loop into one that runs as many rounds as the member that
@@ -94,7 +115,12 @@ class VecEnv(Wrapper):
     """
 
     def __init__(
-        self, env: Any, num_envs: int, params_batched: bool = False, reset_pool: int = AUTO_POOL
+        self,
+        env: Any,
+        num_envs: int,
+        params_batched: bool = False,
+        reset_pool: int = AUTO_POOL,
+        critic_obs: bool = False,
     ):
         super().__init__(env)
         if int(num_envs) < 1:
@@ -102,16 +128,44 @@ class VecEnv(Wrapper):
         self.num_envs = int(num_envs)
         self._params_axis = 0 if params_batched else None
         self.reset_pool = resolve_reset_pool(reset_pool, self.num_envs)
+        self.critic_obs = bool(critic_obs)
+        if self.critic_obs and not has_critic_observation(env):
+            raise ValueError(
+                f"critic_obs=True: {type(self.unwrapped).__name__} has no critic_observation"
+            )
+        if self.critic_obs and not supports_step_no_reset(env):
+            raise ValueError(
+                f"critic_obs=True needs a stack that supports step_no_reset, got {env!r}"
+            )
+        self._multi_agent = is_multi_agent(env)
 
     @property
     def amortized(self) -> bool:
         """True when steps compute ``reset_pool < num_envs`` resets (the pool is in use)."""
         return self.reset_pool < self.num_envs and supports_step_no_reset(self._env)
 
+    def _vmap_state_fn(self, fn: Any, state: Any, params: Any) -> Any:
+        params = self._env.default_params if params is None else params
+        return jax.vmap(fn, in_axes=(0, self._params_axis))(state, params)
+
+    def critic_observation(self, state: Any, params: Any = None) -> jax.Array:
+        """``f32[B, ...]``: every slot's critic observation."""
+        return self._vmap_state_fn(self._env.critic_observation, state, params)
+
+    def agent_mask(self, state: Any, params: Any = None) -> jax.Array:
+        """``bool[B, n_agents]``: every slot's active agents (multi-agent envs)."""
+        return self._vmap_state_fn(self._env.agent_mask, state, params)
+
+    def _with_critic(self, obs: Any, state: Any, params: Any) -> Any:
+        if not self.critic_obs:
+            return obs
+        return {"actor": obs, "critic": self.critic_observation(state, params)}
+
     def reset(self, key: jax.Array, params: Any = None) -> tuple[Any, Any]:
         params = self._env.default_params if params is None else params
         keys = jax.random.split(key, self.num_envs)
-        return jax.vmap(self._env.reset, in_axes=(0, self._params_axis))(keys, params)
+        obs, state = jax.vmap(self._env.reset, in_axes=(0, self._params_axis))(keys, params)
+        return self._with_critic(obs, state, params), state
 
     def step(
         self, key: jax.Array, state: Any, action: Any, params: Any = None
@@ -119,15 +173,27 @@ class VecEnv(Wrapper):
         params = self._env.default_params if params is None else params
         keys = jax.random.split(key, self.num_envs)
         axes = (0, 0, 0, self._params_axis)
-        if not self.amortized:
-            return jax.vmap(self._env.step, in_axes=axes)(keys, state, action, params)
+        if not (self.amortized or self.critic_obs):
+            out = jax.vmap(self._env.step, in_axes=axes)(keys, state, action, params)
+            return self._agent_mask_info(out, params)
         step = lambda k, s, a, p: step_no_reset(self._env, k, s, a, p)  # noqa: E731
         obs, state, reward, terminated, truncated, info = jax.vmap(step, in_axes=axes)(
             keys, state, action, params
         )
+        if self.critic_obs:  # the terminal state's critic observation, before the reset
+            final = self._with_critic(info["final_observation"], state, params)
+            info = {**info, "final_observation": final}
         obs, state = self._reset_finished(
             keys, jnp.logical_or(terminated, truncated), (obs, state), params
         )
+        out = (self._with_critic(obs, state, params), state, reward, terminated, truncated, info)
+        return self._agent_mask_info(out, params)
+
+    def _agent_mask_info(self, out: tuple, params: Any) -> tuple:
+        if not self._multi_agent:
+            return out
+        obs, state, reward, terminated, truncated, info = out
+        info = {**info, "next_agent_mask": self.agent_mask(state, params)}
         return obs, state, reward, terminated, truncated, info
 
     def _reset_keys(self, slot_keys: jax.Array) -> jax.Array:

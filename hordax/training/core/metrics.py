@@ -33,6 +33,31 @@ def episode_metrics(info: dict) -> dict[str, jax.Array]:
     return out
 
 
+def team_episode_metrics(info: dict, teams: Any) -> dict[str, jax.Array]:
+    """:func:`episode_metrics` of a multi-agent rollout: an episode's return is the mean
+    over its present agents (``info["log"]["agent_present"]``, ``[T, B, n]``: padding slots
+    are left out) of their own returns (which sum only steps they were active on), in all
+    (``episode_return_sum``) and per team (``team/<name>/episode_return_sum``; an episode
+    with no present agent of the team adds 0)."""
+    log = info["log"]
+    out = episode_metrics(
+        {**info, "log": {**log, "episode_return": jnp.zeros_like(log["episode_done"], jnp.float32)}}
+    )
+    done = log["episode_done"]
+
+    def mean_return(slots: Any) -> jax.Array:
+        present = log["agent_present"][..., slots]
+        total = jnp.sum(jnp.where(present, log["episode_return"][..., slots], 0.0), axis=-1)
+        per_episode = total / jnp.maximum(jnp.sum(present, axis=-1), 1)
+        return jnp.sum(jnp.where(done, per_episode, 0.0))
+
+    out["episode_return_sum"] = mean_return(slice(None))
+    if len(teams) > 1:
+        for team in teams:
+            out[f"team/{team.name}/episode_return_sum"] = mean_return(team.slots)
+    return out
+
+
 def finiteness(losses: dict, agent_state: Any) -> dict[str, jax.Array]:
     """``nonfinite/<quantity>`` flags (``bool[]``) read by the host's NaN guard.
 

@@ -4,6 +4,8 @@ protocol for a run of one member."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -33,6 +35,8 @@ class UpdateLoop:
     member_axis = False
     seed_axis = 1
     driver = "jit"
+    #: Whether this trainer handles multi-agent envs (the agent axis folded into its batch).
+    multi_agent_ok = False
 
     def __init__(
         self,
@@ -43,12 +47,13 @@ class UpdateLoop:
         resolved: Resolved,
         stack_cfg: Any = "agent",
     ):
-        if is_multi_agent(env):
+        if is_multi_agent(env) and not self.multi_agent_ok:
             raise NotImplementedError(f"the {self.name} trainer supports single-agent envs")
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
         stack_cfg = agent_cfg if stack_cfg == "agent" else stack_cfg
         self.env = make_env_stack(env, stack_cfg, trainer_cfg.num_envs, trainer_cfg.reset_pool)
+
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.action_space = env.action_space(env_params)
 
@@ -57,6 +62,17 @@ class UpdateLoop:
 
     def update(self, state: Any) -> tuple[Any, dict]:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def using_env_params(self, env_params: Any) -> Iterator[None]:
+        """Trace with ``env_params`` (e.g. holding traced fields: a curriculum's level)
+        instead of the constant ones: ``init``/``update`` read ``self.env_params`` at trace
+        time."""
+        saved, self.env_params = self.env_params, env_params
+        try:
+            yield
+        finally:
+            self.env_params = saved
 
     def init_key(self, seed: int) -> jax.Array:
         return jax.random.key(seed)

@@ -40,6 +40,8 @@ class TrainState:
     # whether the current observation starts an episode ``bool[B]``.
     carry: Any = None
     reset: Any = None
+    # Multi-agent trainers only: bool[B, n_agents], the agents active on ``obs``.
+    agent_mask: Any = None
 
 
 class Trainer(Protocol):

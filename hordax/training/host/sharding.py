@@ -33,7 +33,7 @@ SEED_AXIS, DATA_AXIS = "seed", "data"
 
 #: Train-state fields with a leading env axis (split over ``data``); every other field
 #: (agent, key, counters, a replay buffer) is replicated over ``data``.
-BATCHED_FIELDS = frozenset({"env_state", "obs", "carry", "reset"})
+BATCHED_FIELDS = frozenset({"env_state", "obs", "carry", "reset", "agent_mask"})
 
 
 def use_all_cpu_cores(num_devices: int | None = None) -> None:

@@ -3,12 +3,25 @@
     update = rollout scan -> V(true next states) -> GAE -> agent.update (epochs x minibatches)
     train(key) = lax.scan(update, init(key), length=num_updates)
 
+One trainer for single agents and for multi-agent envs (IPPO, MAPPO: ``agent=ippo``,
+``agent=mappo``): on a multi-agent env the agent is a
+:class:`~hordax.training.core.multi_agent.TeamAgent` (one PPO learner per team, parameters
+shared within it) whose observations and outputs carry the agent axis ``[B, n]``; rewards,
+values and done flags are per agent (an agent's episode ends at the env's episode end, its
+terminal flag is ``info["agent_terminated"]`` or the episode's ``terminated``), GAE runs over
+``[T, B, n]`` and each team's rows (``[T * B * n_k]``) are one PPO batch weighted by the
+agent mask (the agents active when they acted). With ``agent.critic_obs`` the env stack
+delivers ``{"actor", "critic"}`` observation pairs (``VecEnv(critic_obs=True)``) and the
+critic reads the env's ``critic_observation``, its truncation bootstrap that of the terminal
+state (asymmetric actor-critic; MAPPO = IPPO + this).
+
 The host may instead call ``run_chunk`` repeatedly (same result) to show progress, log and
 checkpoint between chunks (``hordax.training.host.loop``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -16,6 +29,8 @@ import jax.numpy as jnp
 
 from hordax.agents.ppo import (
     TRACED_HPARAMS,
+    IPPOConfig,
+    MAPPOConfig,
     PPOBatch,
     PPOConfig,
     PPOState,
@@ -23,9 +38,11 @@ from hordax.agents.ppo import (
     make_agent,
     validate_ppo,
 )
+from hordax.envs.core import has_critic_observation, is_multi_agent
 from hordax.training.config import TrainerConfig, resolve
 from hordax.training.core.estimators import bootstrap_values, compute_gae
-from hordax.training.core.metrics import episode_metrics, finiteness
+from hordax.training.core.metrics import episode_metrics, finiteness, team_episode_metrics
+from hordax.training.core.multi_agent import TeamAgent, env_teams
 from hordax.training.core.rollout import recurrent_rollout, rollout
 from hordax.training.core.trainer import UpdateLoop
 from hordax.training.core.types import Algorithm, Resolved, TrainState
@@ -33,7 +50,7 @@ from hordax.validation import need
 
 
 class PPOTrainer(UpdateLoop):
-    """PPO on a (single-agent) environment (multi-agent PPO: see ``docs/training.md``).
+    """PPO on a single-agent or multi-agent environment (see the module docstring).
 
     Args:
         trainer_cfg: batch and budget sizes.
@@ -43,6 +60,7 @@ class PPOTrainer(UpdateLoop):
     """
 
     name = "PPO"
+    multi_agent_ok = True
 
     def __init__(
         self,
@@ -53,8 +71,26 @@ class PPOTrainer(UpdateLoop):
         resolved: Resolved | None = None,
     ):
         resolved = resolved or resolve(trainer_cfg)
+        self.critic_obs = bool(getattr(agent_cfg, "critic_obs", False))
+        need(
+            not self.critic_obs or has_critic_observation(env),
+            "agent.critic_obs",
+            self.critic_obs,
+            f"{type(getattr(env, 'unwrapped', env)).__name__} has no critic_observation "
+            "(agent=mappo and critic_obs=true need an env that provides one)",
+        )
         super().__init__(trainer_cfg, agent_cfg, env, env_params, resolved)
-        self.agent = make_agent(agent_cfg, self.obs_shape, self.action_space, resolved.num_updates)
+        self.multi_agent = is_multi_agent(env)
+        if self.multi_agent:
+            self.agent = make_team_agent(
+                agent_cfg, env, env_params, self.critic_obs, trainer_cfg, resolved.num_updates
+            )
+            return
+        obs_shape = self.obs_shape
+        if self.critic_obs:
+            critic_shape = tuple(env.critic_observation_space(env_params).shape)
+            obs_shape = {"actor": obs_shape, "critic": critic_shape}
+        self.agent = make_agent(agent_cfg, obs_shape, self.action_space, resolved.num_updates)
 
     def init(self, key: jax.Array) -> TrainState:
         key, key_agent, key_env = jax.random.split(key, 3)
@@ -63,6 +99,8 @@ class PPOTrainer(UpdateLoop):
         if self.agent.recurrent:
             n = self.cfg.num_envs
             state = state.replace(carry=self.agent.initial_carry(n), reset=jnp.ones((n,), bool))
+        if self.multi_agent:
+            state = state.replace(agent_mask=self.env.agent_mask(env_state, self.env_params))
         return state
 
     def update(self, state: TrainState) -> tuple[TrainState, dict]:
@@ -81,31 +119,107 @@ class PPOTrainer(UpdateLoop):
                 self.env, self.env_params, agent, state.agent, state.env_state, state.obs,
                 key_rollout, cfg.rollout_length,
             )  # fmt: skip
-        T, B = tr.reward.shape
-        flat = lambda x: x.reshape((T * B, *x.shape[2:]))  # noqa: E731
+        T, B = tr.terminated.shape
+        flat = lambda x: jax.tree.map(lambda y: y.reshape((T * B, *y.shape[2:])), x)  # noqa: E731
+        value = tr.extras["value"]  # [T, B] ([T, B, n] multi-agent)
         if not agent.recurrent:
-            next_value = bootstrap_values(
-                lambda o: agent.value(state.agent, o), tr.extras["value"], tr.next_obs, obs,
-                tr.truncated,
-            )  # fmt: skip
+            if self.multi_agent:  # V of every true next state, final_observation
+                next_value = agent.value(state.agent, flat(tr.next_obs)).reshape(value.shape)
+            else:  # the rollout's values, plus V(final_observation) where truncated
+                next_value = bootstrap_values(
+                    lambda o: agent.value(state.agent, o), value, tr.next_obs, obs, tr.truncated
+                )
+        terminated, truncated = tr.terminated, tr.truncated
+        if self.multi_agent:  # per agent: its own terminal flag, the episode's truncation
+            terminated = tr.info["agent_terminated"] | terminated[..., None]
+            truncated = jnp.broadcast_to(truncated[..., None], terminated.shape)
         advantage, target = compute_gae(
             tr.reward,
-            tr.extras["value"],
+            value,
             next_value,
-            tr.terminated,
-            tr.truncated,
+            terminated,
+            truncated,
             acfg.gamma,
             state.agent.hparams["gae_lambda"],
         )
-        seq = (tr.obs, tr.action, tr.extras["log_prob"], tr.extras["value"], advantage, target)
-        if agent.recurrent:
+        seq = (tr.obs, tr.action, tr.extras["log_prob"], value, advantage, target)
+        agent_mask = state.agent_mask
+        if self.multi_agent:
+            # The agents active when they acted: the state's mask, then each step's.
+            next_mask = tr.info["next_agent_mask"]
+            mask = jnp.concatenate([state.agent_mask[None], next_mask[:-1]])
+            fields = dict(zip(_SEQ, seq, strict=True))
+            batch = agent.batches(fields, mask, PPOBatch)
+            agent_mask = next_mask[-1]
+            episodes = team_episode_metrics(tr.info, agent.teams)
+        elif agent.recurrent:
             batch = RecurrentPPOBatch(*seq, reset=tr.extras["reset"], carry0=state.carry)
+            episodes = episode_metrics(tr.info)
         else:
             batch = PPOBatch(*(flat(x) for x in seq))
+            episodes = episode_metrics(tr.info)
         agent_state, losses = agent.update(state.agent, batch, key_update)
-        metrics = {**losses, **episode_metrics(tr.info), **finiteness(losses, agent_state)}
-        new_state = TrainState(agent_state, env_state, obs, key, state.update_idx + 1, carry, reset)
+        metrics = {**losses, **episodes, **finiteness(losses, agent_state)}
+        new_state = TrainState(
+            agent_state, env_state, obs, key, state.update_idx + 1, carry, reset, agent_mask
+        )
         return new_state, metrics
+
+    def summary(self, saved: dict, row: dict) -> dict:
+        """Per-team final returns (multi-agent envs with several teams)."""
+        prefix, suffix = "team/", "/episode_return"
+        teams = {k[len(prefix) : -len(suffix)]: v for k, v in row.items()
+                 if k.startswith(prefix) and k.endswith(suffix)}  # fmt: skip
+        return {"final_team_returns": teams} if teams else {}
+
+
+_SEQ = ("obs", "action", "log_prob", "value", "advantage", "target")
+
+
+def make_team_agent(
+    agent_cfg: Any,
+    env: Any,
+    env_params: Any,
+    critic_obs: bool,
+    trainer_cfg: TrainerConfig,
+    num_updates: int,
+) -> TeamAgent:
+    """One PPO learner per team of a multi-agent env (checks naming ``agent.<key>``)."""
+    rnn_size = int(agent_cfg.network.rnn_size)
+    need(rnn_size == 0, "agent.network.rnn_size", rnn_size, "multi-agent PPO is feed-forward (0)")
+    teams = env_teams(env, env_params)
+    names = [t.name for t in teams]
+    n = int(env.num_agents)
+    agent_id = bool(getattr(agent_cfg, "agent_id", False))
+    hidden = dict(getattr(agent_cfg, "team_hidden_sizes", None) or {})
+    for name in hidden:
+        need(
+            name in names,
+            "agent.team_hidden_sizes",
+            name,
+            f"unknown team; the env's teams are {names}",
+        )
+    critic_dim = None
+    if critic_obs:
+        critic_dim = int(env.critic_observation_space(env_params).shape[-1])
+    rows = trainer_cfg.num_envs * trainer_cfg.rollout_length
+    agents = {}
+    for team in teams:
+        cfg = agent_cfg
+        if team.name in hidden:
+            net = dataclasses.replace(agent_cfg.network, hidden_sizes=list(hidden[team.name]))
+            cfg = dataclasses.replace(agent_cfg, network=net)
+        size = rows * len(team.slots)
+        need(
+            size % agent_cfg.num_minibatches == 0,
+            "agent.num_minibatches",
+            agent_cfg.num_minibatches,
+            f"must divide team {team.name}'s batch num_envs * rollout_length * "
+            f"{len(team.slots)} agents = {size}",
+        )
+        shape = TeamAgent.input_shape(team, n, agent_id, critic_dim)
+        agents[team.name] = make_agent(cfg, shape, team.action_space, num_updates)
+    return TeamAgent(agents, teams, n, env.action_space(env_params), agent_id)
 
 
 def make_train(trainer_cfg: TrainerConfig, agent_cfg: Any, env: Any, env_params: Any):
@@ -147,4 +261,11 @@ ALGORITHM = Algorithm(
     trainer=PPOTrainer,
     action_space="any",
     check_member=check_member,
+)
+
+
+#: Multi-agent PPO: the same trainer, configs with the multi-agent fields.
+IPPO_ALGORITHM = dataclasses.replace(ALGORITHM, name="ippo", config=IPPOConfig, check_member=None)
+MAPPO_ALGORITHM = dataclasses.replace(
+    ALGORITHM, name="mappo", config=MAPPOConfig, check_member=None
 )

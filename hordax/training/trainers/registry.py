@@ -13,7 +13,14 @@ from hordax.training.trainers import ppo, pql, pqn
 
 #: Every registered algorithm, by ``agent.name``.
 ALGORITHMS: dict[str, Algorithm] = {
-    a.name: a for a in (ppo.ALGORITHM, pqn.ALGORITHM, pql.ALGORITHM)
+    a.name: a
+    for a in (
+        ppo.ALGORITHM,
+        pqn.ALGORITHM,
+        pql.ALGORITHM,
+        ppo.IPPO_ALGORITHM,
+        ppo.MAPPO_ALGORITHM,
+    )
 }
 
 

@@ -1,0 +1,179 @@
+"""Per-agent observations in the ego frame: ego state, nearest partners, nearest road
+segments, optional lidar rays; normalized into ``[-1, 1]``, padded and masked.
+
+Layout of one agent's flat ``f32[D]`` observation (:func:`observation_size`,
+``env.split_observation`` cuts it into these parts):
+
+- ``ego`` (:data:`EGO_FEATURES` = 8): speed / max_speed, length / size_scale,
+  width / size_scale, goal x, goal y and goal distance / goal_scale (ego frame), collided
+  (ever this episode), fraction of the episode left;
+- ``partners`` ``[K_p, 12]``: the ``K_p`` nearest other objects within ``obs_radius``:
+  valid, x, y (/ obs_radius), cos and sin of the relative heading, relative velocity x, y
+  (/ max_speed), length, width (/ size_scale), one-hot vehicle / pedestrian / cyclist;
+- ``roads`` ``[K_r, 11]``: the ``K_r`` nearest road segments (by midpoint) within
+  ``obs_radius``: valid, midpoint x, y (/ obs_radius), length / size_scale, cos and sin of
+  the segment's direction, one-hot road edge / road line / lane / crosswalk / other;
+- ``lidar`` ``[rays, 2]`` (optional): distance / lidar_range along evenly spaced rays
+  around the agent to the nearest road edge and the nearest other object's box.
+
+Padding rows (fewer objects or segments than slots) are all zeros, valid flag included.
+The nearest ``K`` are picked with ``lax.top_k`` on negated distances (no sort).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from hordax.envs.driving.geometry import box_corners, ray_segment_distance, rotate
+from hordax.envs.driving.roadgraph import NUM_ROAD_TYPES, ROAD_TYPES
+
+EGO_FEATURES = 8
+PARTNER_FEATURES = 12
+ROAD_FEATURES = 6 + NUM_ROAD_TYPES
+LIDAR_CHANNELS = 2
+
+
+def observation_size(max_partners: int, max_road_points: int, lidar_rays: int) -> int:
+    return (
+        EGO_FEATURES
+        + max_partners * PARTNER_FEATURES
+        + max_road_points * ROAD_FEATURES
+        + lidar_rays * LIDAR_CHANNELS
+    )
+
+
+def split(obs: jax.Array, max_partners: int, max_road_points: int, lidar_rays: int) -> dict:
+    """Cut ``obs [..., D]`` into ``ego [..., 8]``, ``partners [..., K_p, 12]``,
+    ``roads [..., K_r, 11]``, ``lidar [..., rays, 2]``."""
+    sizes = [EGO_FEATURES, max_partners * PARTNER_FEATURES, max_road_points * ROAD_FEATURES]
+    ego, partners, roads, lidar = jnp.split(obs, list(jnp.cumsum(jnp.array(sizes))), axis=-1)
+    lead = obs.shape[:-1]
+    return {
+        "ego": ego,
+        "partners": partners.reshape(*lead, max_partners, PARTNER_FEATURES),
+        "roads": roads.reshape(*lead, max_road_points, ROAD_FEATURES),
+        "lidar": lidar.reshape(*lead, lidar_rays, LIDAR_CHANNELS),
+    }
+
+
+def _nearest(dist: jax.Array, valid: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """Indices ``[n, k]`` of the ``k`` smallest valid distances per row and their validity."""
+    score = jnp.where(valid, -dist, -jnp.inf)
+    top, idx = jax.lax.top_k(score, k)
+    return idx, top > -jnp.inf
+
+
+def _take(x: jax.Array, idx: jax.Array) -> jax.Array:
+    """``x [n, m, ...]`` rows ``idx [n, k]`` -> ``[n, k, ...]``."""
+    return jnp.take_along_axis(x, idx.reshape(*idx.shape, *([1] * (x.ndim - 2))), axis=1)
+
+
+def _pad_rows(x: jax.Array, k: int) -> jax.Array:
+    return jnp.pad(x, ((0, 0), (0, k - x.shape[1]), (0, 0))) if x.shape[1] < k else x
+
+
+def observe(
+    state,
+    road,
+    params,
+    *,
+    num_agents: int,
+    max_partners: int,
+    max_road_points: int,
+    lidar_rays: int,
+) -> jax.Array:
+    """``f32[num_agents, D]`` observations of the controlled agents (slots ``0..n-1``)."""
+    n, m = num_agents, state.pos.shape[0]
+    pos, yaw = state.pos[:n], state.yaw[:n]
+    c, s = jnp.cos(yaw), jnp.sin(yaw)
+    speed = jnp.linalg.norm(state.vel, axis=-1)
+
+    goal = rotate(state.goal - pos, c, -s)
+    t_left = 1.0 - state.time / jnp.maximum(params.max_steps_in_episode, 1)
+    ego = jnp.concatenate(
+        [
+            (speed[:n] / params.max_speed)[:, None],
+            state.size[:n] / params.size_scale,
+            goal / params.goal_scale,
+            (jnp.linalg.norm(goal, axis=-1) / params.goal_scale)[:, None],
+            state.collided[:, None].astype(jnp.float32),
+            jnp.broadcast_to(t_left, (n, 1)).astype(jnp.float32),
+        ],
+        axis=-1,
+    )
+
+    # partners: every other object that exists, within the radius; features are computed
+    # for the k picked rows only
+    rel = rotate(state.pos[None] - pos[:, None], c[:, None], -s[:, None])  # [n, m, 2]
+    dist = jnp.linalg.norm(rel, axis=-1)
+    not_self = ~jnp.eye(n, m, dtype=bool)
+    valid = state.exists[None] & not_self & (dist <= params.obs_radius)
+    kp = min(max_partners, m - 1)
+    if kp > 0:
+        idx, ok = _nearest(dist, valid, kp)  # [n, kp]
+        rel_yaw = state.yaw[idx] - yaw[:, None]
+        rel_vel = rotate(state.vel[idx] - state.vel[:n, None], c[:, None], -s[:, None])
+        partners = jnp.concatenate(
+            [
+                jnp.ones((n, kp, 1)),
+                _take(rel, idx) / params.obs_radius,
+                jnp.cos(rel_yaw)[..., None],
+                jnp.sin(rel_yaw)[..., None],
+                rel_vel / params.max_speed,
+                state.size[idx] / params.size_scale,
+                jax.nn.one_hot(state.kind[idx] - 1, 3),  # vehicle, pedestrian, cyclist
+            ],
+            axis=-1,
+        )
+        partners = _pad_rows(partners * ok[..., None], max_partners)
+    else:
+        partners = jnp.zeros((n, max_partners, PARTNER_FEATURES))
+
+    # road segments by midpoint; features for the k picked segments only
+    mid = 0.5 * (road.seg[:, :2] + road.seg[:, 2:])
+    dist_r = jnp.linalg.norm(mid[None] - pos[:, None], axis=-1)  # [n, R]
+    valid_r = (road.kind > 0)[None] & (dist_r <= params.obs_radius)
+    idx, ok = _nearest(dist_r, valid_r, max_road_points)  # [n, K]
+    seg = road.seg[idx]  # [n, K, 4]
+    d = seg[..., 2:] - seg[..., :2]
+    seg_yaw = jnp.arctan2(d[..., 1], d[..., 0]) - yaw[:, None]
+    rel_r = rotate(mid[idx] - pos[:, None], c[:, None], -s[:, None])
+    roads = (
+        jnp.concatenate(
+            [
+                jnp.ones((n, max_road_points, 1)),
+                rel_r / params.obs_radius,
+                (jnp.linalg.norm(d, axis=-1) / params.size_scale)[..., None],
+                jnp.cos(seg_yaw)[..., None],
+                jnp.sin(seg_yaw)[..., None],
+                jax.nn.one_hot(road.kind[idx] - 1, NUM_ROAD_TYPES),
+            ],
+            axis=-1,
+        )
+        * ok[..., None]
+    )
+
+    parts = [ego, partners.reshape(n, -1), roads.reshape(n, -1)]
+    if lidar_rays:
+        parts.append(lidar(state, road, params, num_agents=n, rays=lidar_rays).reshape(n, -1))
+    return jnp.clip(jnp.concatenate(parts, axis=-1), -1.0, 1.0).astype(jnp.float32)
+
+
+def lidar(state, road, params, *, num_agents: int, rays: int) -> jax.Array:
+    """``f32[n, rays, 2]``: distance / lidar_range to the nearest road edge and the nearest
+    other object's box edge along ``rays`` evenly spaced rays (1 = nothing in range)."""
+    n, m = num_agents, state.pos.shape[0]
+    angles = state.yaw[:n, None] + jnp.linspace(0.0, 2 * jnp.pi, rays, endpoint=False)[None]
+    direction = jnp.stack([jnp.cos(angles), jnp.sin(angles)], axis=-1)  # [n, rays, 2]
+    origin = state.pos[:n, None, None, :]
+    rng = params.lidar_range
+    edge = road.kind == ROAD_TYPES["road_edge"]
+    d_road = ray_segment_distance(origin, direction[:, :, None], road.seg[None, None], rng)
+    d_road = jnp.where(edge[None, None], d_road, rng).min(-1)
+    corners = box_corners(state.pos, state.yaw, state.size[:, 0], state.size[:, 1])
+    sides = jnp.concatenate([corners, jnp.roll(corners, -1, axis=-2)], axis=-1).reshape(m * 4, 4)
+    other = (state.exists[None] & ~jnp.eye(n, m, dtype=bool)).repeat(4, axis=1)  # [n, 4m]
+    d_obj = ray_segment_distance(origin, direction[:, :, None], sides[None, None], rng)
+    d_obj = jnp.where(other[:, None], d_obj, rng).min(-1)
+    return jnp.stack([d_road, d_obj], axis=-1) / rng

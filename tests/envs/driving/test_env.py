@@ -1,0 +1,237 @@
+"""Driving env behaviour: NaN/inf actions for every vehicle model, collision behaviours and
+masking, goals reached by a scripted driver (reward and termination fire as documented),
+collision-free spawns on every map, ego-frame observations, the PettingZoo adapter."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test, parallel_seed_test
+
+import hordax
+from hordax import testing
+from hordax.envs.driving.env import Drive, DriveLog
+from hordax.envs.driving.expert import route_follower
+from hordax.envs.driving.geometry import box_corners, boxes_overlap, points_in_quads, rotate
+from hordax.envs.driving.scene import scene_at
+from hordax.envs.pettingzoo_adapter import PettingZooParallelEnv
+
+TINY = {"max_partners": 3, "max_road_points": 8}
+
+
+@pytest.mark.parametrize("dynamics", ["classic", "bicycle", "delta_local", "state"])
+def test_env__nan_and_inf_actions_never_make_a_nonfinite_state(dynamics):
+    """Every model: NaN, +-inf and huge actions move the agents to finite states (clipped,
+    NaN acting as 0); with absurd params (dt 1e30) a non-finite step is refused."""
+    env = Drive(
+        scenes="procedural-merge",
+        num_agents=2,
+        num_background=0,
+        num_variants=1,
+        dynamics=dynamics,
+        action_type="continuous",
+        **TINY,
+    )
+    params = env.default_params
+    _, state = env.reset(jax.random.key(0), params)
+    advance = jax.jit(env.advance_agents)
+    space = env.action_space(params)
+    for action in testing.nonfinite_actions(space, 7):
+        for p in (params, params.replace(dt=1e30, max_speed=1e30)):
+            pos, yaw, vel = advance(state, action, p)
+            assert np.isfinite(np.asarray(pos)).all() and np.isfinite(np.asarray(yaw)).all()
+            assert np.isfinite(np.asarray(vel)).all()
+        state = state.replace(
+            pos=state.pos.at[:2].set(pos),
+            yaw=state.yaw.at[:2].set(yaw),
+            vel=state.vel.at[:2].set(vel),
+        )
+
+
+def test_env__nan_and_inf_actions_through_the_whole_step():
+    """hordax.testing's check (obs, state, reward finite; obs in space) on a rollout."""
+    env = Drive(
+        scenes="procedural-merge",
+        num_agents=2,
+        num_background=2,
+        num_variants=1,
+        dynamics="bicycle",
+        action_type="continuous",
+        **TINY,
+    )
+    testing.check_nonfinite_actions(env, env.default_params, jax.random.key(0), wrap=False)
+
+
+@functools.cache
+def _log_env(behavior: str) -> DriveLog:
+    return DriveLog(num_agents=4, max_objects=8, collision_behavior=behavior, **TINY)
+
+
+def _rear_end(behavior: str, steps: int = 40):
+    """Agent 0 (8 m/s) floors it into agent 2 (5 m/s, braking) in the same lane."""
+    env = _log_env(behavior)
+    params = env.default_params
+    grid = np.asarray(env.action_grid(params))  # (accel, steer) per discrete action
+    full, brake, coast = (
+        int(np.argmin(np.hypot(grid[:, 0] - a, grid[:, 1])))
+        for a in (params.max_accel, -params.max_accel, 0.0)
+    )
+    action = jnp.array([full, coast, brake, coast], jnp.int32)
+    obs, state = env.reset(jax.random.key(0), params)
+    out = []
+    step = jax.jit(env.step)
+    for t in range(steps):
+        obs, nxt, reward, term, trunc, info = step(jax.random.key(t), state, action, params)
+        out.append((state, nxt, np.asarray(reward), info))
+        state = nxt
+    return out
+
+
+@pytest.mark.parametrize("behavior", ["remove", "stop", "ignore"])
+def test_env__collision_behaviours_and_masking(behavior):
+    out = _rear_end(behavior)
+    hits = [t for t, (_, _, _, info) in enumerate(out) if info["reward_terms"]["collision"][0] > 0]
+    assert hits, "agent 0 never reached agent 2"
+    t = hits[0]
+    _, nxt, reward, info = out[t]
+    assert bool(info["reward_terms"]["collision"][2])  # the overlap is mutual
+    np.testing.assert_allclose(reward[[0, 2]], -0.75, atol=1e-6)  # GPUDrive's weight
+    assert bool(info["agent_mask"][0]) and bool(info["agent_mask"][2])  # they acted
+    if behavior == "ignore":
+        assert not bool(info["agent_terminated"][0]) and bool(nxt.active[0])
+        later = out[t + 1]
+        assert bool(later[3]["agent_mask"][0])
+        assert not np.allclose(np.asarray(later[1].pos[0]), np.asarray(nxt.pos[0]))
+        return
+    assert bool(info["agent_terminated"][0]) and bool(info["agent_terminated"][2])
+    assert bool(nxt.exists[0]) == (behavior == "stop")
+    for prev, after, reward, info in out[t + 1 :]:
+        # done agents: masked, reward 0, frozen
+        assert not bool(info["agent_mask"][0]) and not bool(info["agent_terminated"][0])
+        assert reward[0] == 0.0 and reward[2] == 0.0
+        np.testing.assert_array_equal(np.asarray(after.pos[0]), np.asarray(prev.pos[0]))
+        np.testing.assert_array_equal(np.asarray(after.vel)[[0, 2]], 0.0)
+    # the bystander in the other lane kept driving and is still unmasked
+    assert bool(out[-1][3]["agent_mask"][1])
+
+
+def test_env__scripted_driver_reaches_goals_reward_and_termination():
+    env, params = hordax.make("Drive-IntersectionSmall-v0")
+    episodes, steps = 24, 91
+
+    def run(key):
+        def body(carry, k):
+            obs, state = carry
+            obs, nxt, reward, term, trunc, info = env.step(
+                k, state, route_follower(env, state, params), params
+            )
+            return (obs, nxt), (reward, term | trunc, info)
+
+        return jax.lax.scan(body, env.reset(key, params), jax.random.split(key, steps))[1]
+
+    reward, ends, info = jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(1), episodes))
+    reward, ends = np.asarray(reward), np.asarray(ends)
+    terms = {k: np.asarray(v) for k, v in info["reward_terms"].items()}
+    mask, done = np.asarray(info["agent_mask"]), np.asarray(info["agent_terminated"])
+    # the reward is the documented weighted sum, and 0 for masked agents
+    want = terms["goal"] - 0.75 * terms["collision"] - 0.75 * terms["offroad"]
+    np.testing.assert_allclose(reward, np.where(mask, want, 0.0), atol=1e-6)
+    assert np.all(reward[~mask] == 0) and not np.any(done & ~mask)
+    # arrival ends the agent; the first episode end comes when all are done, or at 91 steps
+    assert np.all(done[terms["goal"] > 0])
+    first = np.argmax(ends, axis=1)
+    goal_rate = np.asarray(info["metrics"]["goal_rate"])[np.arange(episodes), first]
+    crash = np.asarray(info["metrics"]["collision_rate"])[np.arange(episodes), first]
+    assert goal_rate.mean() >= 0.75, goal_rate
+    assert crash.mean() <= 0.15
+    # agents that arrived are masked afterwards until the episode ends
+    for e in range(episodes):
+        for t, i in zip(*np.nonzero(terms["goal"][e] > 0), strict=True):
+            if t + 1 < first[e]:
+                assert not mask[e, t + 1 : first[e] + 1, i].any()
+
+
+def test_env__spawns_are_collision_free_and_on_the_road_on_every_map():
+    env, params = hordax.make("Drive-Maps-v0", **TINY)
+    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
+        jax.random.split(jax.random.key(2), 96), params
+    )
+    assert len(np.unique(np.asarray(state.scene))) == 6  # every map drawn
+    for b in range(96):
+        s = jax.tree.map(lambda x, b=b: x[b], state)
+        corners = box_corners(s.pos, s.yaw, s.size[:, 0], s.size[:, 1])
+        overlap = np.array(boxes_overlap(corners[:, None], corners[None]))
+        ex = np.asarray(s.exists)
+        np.fill_diagonal(overlap, False)
+        assert not (overlap & ex[:, None] & ex[None]).any()
+        road = scene_at(params.scenes, s.scene).road
+        assert np.asarray(points_in_quads(s.pos, road.quads, road.quad_valid))[ex].all()
+        assert np.all(np.asarray(s.active)) and np.all(np.asarray(s.goal_dist) > 2.0)
+    # fresh draws: no two of the 96 episodes start alike (slots, sizes, speeds, goals)
+    starts = np.concatenate(
+        [np.asarray(state.pos).reshape(96, -1), np.asarray(state.goal).reshape(96, -1)], axis=1
+    )
+    assert len({tuple(np.round(row, 3)) for row in starts}) == 96
+
+
+def test_env__observations_are_egocentric_and_pick_the_nearest():
+    """Rotating and shifting the whole world leaves every observation unchanged; the partner
+    rows are the nearest objects within the radius, nearest first."""
+    env = Drive(
+        scenes="procedural-roundabout",
+        num_agents=4,
+        num_background=6,
+        num_variants=1,
+        max_partners=5,
+        max_road_points=24,
+    )
+    params = env.default_params
+    obs, state = env.reset(jax.random.key(3), params)
+    road = scene_at(params.scenes, state.scene).road
+    angle, shift = 0.7, jnp.array([30.0, -12.0])
+    c, s = jnp.cos(angle), jnp.sin(angle)
+
+    def move(p):
+        return rotate(p, c, s) + shift
+
+    road2 = road.replace(
+        seg=jnp.concatenate([move(road.seg[:, :2]), move(road.seg[:, 2:])], axis=1),
+        quads=move(road.quads),
+    )
+    state2 = state.replace(
+        pos=move(state.pos),
+        yaw=state.yaw + angle,
+        vel=rotate(state.vel, c, s),
+        goal=move(state.goal),
+    )
+    observe = jax.jit(env._observe)
+    parts = env.split_observation(observe(state, road, params))
+    moved = env.split_observation(observe(state2, road2, params))
+    np.testing.assert_allclose(np.asarray(moved["ego"]), np.asarray(parts["ego"]), atol=2e-5)
+    for part in ("partners", "roads"):  # rows as sets: equidistant rows may swap places
+        for i in range(4):
+            ra, rb = (np.round(np.asarray(x[part][i]), 3) for x in (parts, moved))
+            ra, rb = ra[np.lexsort(ra.T[::-1])], rb[np.lexsort(rb.T[::-1])]
+            np.testing.assert_allclose(ra, rb, atol=2e-3)
+    pos = np.asarray(state.pos)
+    for i in range(4):
+        d = np.hypot(*(pos - pos[i]).T)
+        d[i] = np.inf
+        d[(d > params.obs_radius) | ~np.asarray(state.exists)] = np.inf
+        nearest = np.sort(d)[:5]
+        rows = np.asarray(parts["partners"][i])
+        got = np.hypot(rows[:, 1], rows[:, 2]) * params.obs_radius
+        valid = rows[:, 0] > 0
+        np.testing.assert_allclose(got[valid], nearest[np.isfinite(nearest)], atol=1e-3)
+
+
+def test_env__pettingzoo_adapter_api_and_seed_tests():
+    def make():
+        return PettingZooParallelEnv("Drive-IntersectionSmall-v0", max_steps_in_episode=15)
+
+    parallel_api_test(make(), num_cycles=30)
+    parallel_seed_test(make)

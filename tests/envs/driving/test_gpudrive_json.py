@@ -1,0 +1,148 @@
+"""GPUDrive JSON scenes: the loader round-trips the shipped scene, the env replays its log,
+and malformed scenes, maps without lanes and too many agents get one clear error naming the
+file (or map) and the field."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from hordax.envs.driving import gpudrive_json as gj
+from hordax.envs.driving.env import Drive, DriveLog
+from hordax.envs.driving.roadgraph import Lanelet, build_map
+
+
+def _raw() -> dict:
+    with open(gj.EXAMPLE) as f:
+        return json.load(f)
+
+
+def test_json__round_trip_of_the_shipped_scene(tmp_path):
+    scene = gj.load(gj.EXAMPLE)
+    raw = _raw()
+    assert len(scene.kind) == len(raw["objects"]) == 6 and len(scene.roads) == len(raw["roads"])
+    o = raw["objects"][5]  # the cyclist, invalid for its first 10 steps
+    assert scene.kind[5] == "cyclist" and not scene.valid[5, 9] and scene.valid[5, 10]
+    assert scene.pos[5, 40].tolist() == [o["position"][40]["x"], o["position"][40]["y"]]
+    assert scene.heading[2, 7] == raw["objects"][2]["heading"][7]
+    assert scene.expert.tolist() == [False, False, False, True, False, False]
+    path = tmp_path / "again.json"
+    path.write_text(json.dumps(gj.dump(scene)))
+    again = gj.load(str(path))
+    for field in ("pos", "vel", "heading", "valid", "size", "goal", "expert"):
+        a, b = getattr(scene, field), getattr(again, field)
+        if field in ("pos", "vel", "heading"):  # placeholders of invalid steps are not kept
+            a, b = a[scene.valid], b[scene.valid]
+        np.testing.assert_array_equal(a, b)
+    assert again.kind == scene.kind and again.ids == scene.ids
+    for (p, t, i), (q, u, j) in zip(scene.roads, again.roads, strict=True):
+        np.testing.assert_array_equal(p, q)
+        assert (t, i) == (u, j)
+
+
+def test_json__env_slots_and_log_replay():
+    env = DriveLog(num_agents=4, max_objects=8, max_partners=4, max_road_points=16)
+    params = env.default_params
+    sc = jax.tree.map(lambda x: np.asarray(x[0]), params.scenes)
+    # controlled: the three vehicles not marked expert; slot 3 padding; then expert, ped, cyclist
+    assert sc.controlled.tolist() == [True, True, True] + [False] * 5
+    assert sc.kind.tolist() == [1, 1, 1, 0, 1, 2, 3, 0]
+    raw = _raw()
+    scene = gj.load(gj.EXAMPLE)
+    offset = scene.pos[scene.valid].mean(0)
+    obs, state = env.reset(jax.random.key(0), params)
+    assert np.asarray(state.active).tolist() == [True, True, True, False]
+    step = jax.jit(env.step)
+    action = np.full(4, 3 + 7 * 6, np.int32)  # accel 0, straight (index 6 * 7 + 3)
+    for t in range(1, 15):
+        obs, state, reward, term, trunc, info = step(jax.random.key(t), state, action, params)
+        for slot, obj in ((4, 3), (5, 4), (6, 5)):
+            o = raw["objects"][obj]
+            assert bool(state.exists[slot]) == o["valid"][t]
+            if o["valid"][t]:
+                want = np.array([o["position"][t]["x"], o["position"][t]["y"]]) - offset
+                np.testing.assert_allclose(np.asarray(state.pos[slot]), want, atol=1e-4)
+        assert float(reward[3]) == 0.0 and not bool(info["agent_mask"][3])  # padding slot
+
+
+def _write(tmp_path, data, name="bad.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _edit(fn):
+    data = _raw()
+    fn(data)
+    return data
+
+
+BAD = [
+    (lambda d: d["objects"][0].pop("heading"), r"bad\.json: objects\[0\]\.heading: missing"),
+    (lambda d: d.pop("roads"), r"bad\.json: roads: missing"),
+    (
+        lambda d: d["objects"][1]["velocity"].pop(),
+        r"objects\[1\]\.velocity: has 90 entries, expected 91",
+    ),
+    (
+        lambda d: d["objects"][2]["position"].pop(),
+        r"objects\[2\]\.position: has 90 entries, expected 91",
+    ),
+    (
+        lambda d: d["objects"][2]["position"][5].update(x=math.nan),
+        r"objects\[2\]\.position\[5\]\.x: = nan: must be a finite number",
+    ),
+    (lambda d: d["objects"][0]["heading"].__setitem__(3, "north"), r"objects\[0\]\.heading\[3\]"),
+    (lambda d: d["objects"][4].update(type="tram"), r"objects\[4\]\.type: = 'tram'"),
+    (lambda d: d["roads"][2].update(type="rail"), r"roads\[2\]\.type: = 'rail'"),
+    (lambda d: d["roads"][1]["geometry"][0].pop("y"), r"roads\[1\]\.geometry\[0\]\.y: missing"),
+    (lambda d: d["objects"][3].update(length=-1), r"objects\[3\]\.length/width"),
+    (
+        lambda d: [o.update(mark_as_expert=True) for o in d["objects"]],
+        r"bad\.json: objects: no controllable vehicle",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "match"), BAD)
+def test_json__malformed_scenes_name_the_file_and_field(tmp_path, edit, match):
+    path = _write(tmp_path, _edit(edit))
+    with pytest.raises(ValueError, match=match):
+        DriveLog(files=path, max_partners=4, max_road_points=16)
+
+
+def test_json__not_json_and_too_many_objects(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"objects": [')
+    with pytest.raises(ValueError, match=r"broken\.json: <file>: not valid JSON"):
+        DriveLog(files=str(path))
+    with pytest.raises(
+        ValueError,
+        match=r"example_scene\.json: objects: 3 objects besides the 4 "
+        r"agent slots, but max_objects=6",
+    ):
+        DriveLog(max_objects=6)
+
+
+def test_maps__zero_lanes_and_more_agents_than_slots():
+    sidewalk = Lanelet(
+        left=np.array([[0.0, 1.0], [10.0, 1.0]]),
+        right=np.array([[0.0, -1.0], [10.0, -1.0]]),
+        drivable=False,
+    )
+    with pytest.raises(ValueError, match=r"map 'empty': no drivable lanelets \(lanes: 0\)"):
+        build_map("empty", [sidewalk])
+    with pytest.raises(
+        ValueError,
+        match=r"params\.scenes\.lanes\.spawn_valid=<9 slots>: more "
+        r"agents than spawn slots: num_agents=12",
+    ):
+        Drive(scenes="DEU_Merging-1", num_agents=12, num_background=0)
+    with pytest.raises(ValueError, match=r"scenes: 'Atlantis' is not a shipped map"):
+        Drive(scenes="Atlantis")
+    with pytest.raises(ValueError, match=r"discrete actions need dynamics 'classic' or 'bicycle'"):
+        Drive(dynamics="delta_local")
