@@ -129,9 +129,10 @@ class PPOAgent:
         self.recurrent = int(config.network.rnn_size) > 0
         self.shared = bool(config.network.shared_torso)
         if self.shared and isinstance(self.obs_shape, dict):
+            # One torso cannot read two observations: the critic's would be ignored.
             raise ValueError(
-                "agent.network.shared_torso=True: one torso cannot read the actor's and the "
-                "critic's observations of a pair (agent.critic_obs); use shared_torso=false"
+                "agent.network.shared_torso=true: not available with critic observations "
+                "(agent.critic_obs / mappo); allowed: false"
             )
         net, n, cont = config.network, self.action_dim, self.continuous
         if self.shared:
@@ -157,33 +158,32 @@ class PPOAgent:
 
     # --- acting -------------------------------------------------------------------------
     def init(self, key: jax.Array) -> PPOState:
-        keys = dict(zip(self.networks, jax.random.split(key, len(self.networks)), strict=True))
         dummy = jax.tree.map(
             lambda s: jnp.zeros((1, *s), jnp.float32),
             self.obs_shape,
             is_leaf=lambda x: isinstance(x, tuple),
         )
+        keys = dict(zip(self.networks, jax.random.split(key, len(self.networks)), strict=True))
         if self.recurrent:
             seq, reset, carry = dummy[None], jnp.zeros((1, 1), bool), self.initial_carry(1)
             params = {k: m.init(keys[k], seq, reset, carry[k]) for k, m in self.networks.items()}
         else:
-            params = {
-                k: m.init(keys[k], critic_input(dummy) if k == "critic" else actor_input(dummy))
-                for k, m in self.networks.items()
-            }
+            inputs = {"actor_critic": actor_input(dummy), "actor": actor_input(dummy)}
+            inputs["critic"] = critic_input(dummy)
+            params = {k: m.init(keys[k], inputs[k]) for k, m in self.networks.items()}
         hparams = {k: jnp.float32(getattr(self.config, k)) for k in TRACED_HPARAMS}
         return PPOState(params, self.optimizer.init(params), hparams, jnp.int32(0))
 
     def _dist(self, params: Any, obs: Any) -> tuple[jax.Array, jax.Array | None]:
         """The policy output ``(logits or mean [B, n], log_std)`` on ``obs [B, ...]``."""
         if self.shared:
-            return self.networks["actor_critic"].apply(params["actor_critic"], obs)[0]
+            return self.networks["actor_critic"].apply(params["actor_critic"], actor_input(obs))[0]
         return self.networks["actor"].apply(params["actor"], actor_input(obs))
 
     def _dist_value(self, params: Any, obs: Any) -> tuple[tuple, jax.Array]:
         """``((out, log_std), value [B])`` on ``obs [B, ...]``: one torso pass when shared."""
         if self.shared:
-            return self.networks["actor_critic"].apply(params["actor_critic"], obs)
+            return self.networks["actor_critic"].apply(params["actor_critic"], actor_input(obs))
         value = self.networks["critic"].apply(params["critic"], critic_input(obs))
         return self._dist(params, obs), value
 
@@ -222,6 +222,7 @@ class PPOAgent:
         return self._log_prob_entropy(out, log_std, action)[0]
 
     def value(self, state: PPOState, obs: Any) -> jax.Array:
+        """``V(obs)`` ``[B]`` (the critic reads ``obs["critic"]`` of a pair)."""
         if self.shared:
             return self._dist_value(state.params, obs)[1]
         return self.networks["critic"].apply(state.params["critic"], critic_input(obs))

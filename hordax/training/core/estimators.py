@@ -144,8 +144,11 @@ def bootstrap_values(
     last_obs: Any,
     truncated: jax.Array,
 ) -> jax.Array:
-    """``V(s_{t+1})`` ``f32[T, B]`` of a rollout's true next states, without a forward pass
-    over every ``final_observation``.
+    """``V(s_{t+1})`` ``f32[T, B, ...]`` of a rollout's true next states, without a forward
+    pass over every ``final_observation``.
+
+    ``value`` is ``f32[T, B]``, or ``f32[T, B, n]`` for multi-agent critics (one value per
+    agent; ``value_fn`` then returns ``[B, n]``); ``truncated`` is the episode's ``[T, B]``.
 
     Where the episode goes on, ``s_{t+1}`` is the next row's observation, whose value the
     rollout already computed (``value[t + 1]``); after the last step it is ``last_obs [B]``
@@ -156,9 +159,10 @@ def bootstrap_values(
     which GAE multiplies by 0. Equal to ``value_fn`` on every ``next_obs`` row up to float
     rounding (the same network on the same inputs, in other batch sizes).
     """
-    T, B = value.shape
-    n = T * B
-    shifted = jnp.concatenate([value[1:], value_fn(last_obs)[None]], axis=0).reshape(n)
+    T, B = value.shape[:2]
+    n, rest = T * B, value.shape[2:]
+    shifted = jnp.concatenate([value[1:], value_fn(last_obs)[None]], axis=0)
+    shifted = shifted.reshape((n, *rest))
     rows = jax.tree.map(lambda x: x.reshape((n, *x.shape[2:])), next_obs)
     trunc = truncated.reshape(n)
     rank = jnp.cumsum(trunc, dtype=jnp.int32) - 1
@@ -178,4 +182,4 @@ def bootstrap_values(
         return r + 1, out.at[slots].set(v, mode="drop", indices_are_sorted=True)
 
     _, out = jax.lax.while_loop(lambda c: c[0] * B < count, one_round, (jnp.int32(0), shifted))
-    return out.reshape((T, B))
+    return out.reshape(value.shape)

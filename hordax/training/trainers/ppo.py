@@ -123,12 +123,11 @@ class PPOTrainer(UpdateLoop):
         flat = lambda x: jax.tree.map(lambda y: y.reshape((T * B, *y.shape[2:])), x)  # noqa: E731
         value = tr.extras["value"]  # [T, B] ([T, B, n] multi-agent)
         if not agent.recurrent:
-            if self.multi_agent:  # V of every true next state, final_observation
-                next_value = agent.value(state.agent, flat(tr.next_obs)).reshape(value.shape)
-            else:  # the rollout's values, plus V(final_observation) where truncated
-                next_value = bootstrap_values(
-                    lambda o: agent.value(state.agent, o), value, tr.next_obs, obs, tr.truncated
-                )
+            # Bootstrap through truncation: V of the true next state (final_observation
+            # where the episode was truncated).
+            next_value = bootstrap_values(
+                lambda o: agent.value(state.agent, o), value, tr.next_obs, obs, tr.truncated
+            )
         terminated, truncated = tr.terminated, tr.truncated
         if self.multi_agent:  # per agent: its own terminal flag, the episode's truncation
             terminated = tr.info["agent_terminated"] | terminated[..., None]
