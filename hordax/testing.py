@@ -1323,7 +1323,9 @@ def check_batch_resets(
     slots one pool round at a time; with ``max_steps_in_episode=max_steps`` every env
     truncates together, so rounds overflow. Asserted: the env supports the no-reset step
     (it uses gymnax's inherited ``step``); every output (obs, state, reward, flags, info with
-    ``final_observation``) equals one ``env.step`` per slot on the slot's key (floats to
+    ``final_observation``; a multi-agent ``VecEnv``'s ``info["next_agent_mask"]`` equals
+    ``env.agent_mask`` of the slot's returned state) equals one ``env.step`` per slot on the
+    slot's key (floats to
     1e-5: the two programs may fuse float arithmetic differently; the random draws are the
     same; the per-slot steps are the contract program's un-vmapped reference); some step
     ended more than ``reset_pool`` episodes; and (``env.random_reset``) the slots reset on
@@ -1349,7 +1351,13 @@ def check_batch_resets(
             for i in range(num_envs):
                 single = _slot(_step_at(ref, t), first + i)
                 where = f"step {t + 1}, env {i}: pooled vs in-step reset"
-                assert_trees_close(_slot(_step_at(outs, t), i), single, where, **_TOL)
+                pooled = _slot(_step_at(outs, t), i)
+                info = dict(pooled[5])
+                if "next_agent_mask" in info:  # VecEnv's own: the returned state's agent_mask
+                    mask = info.pop("next_agent_mask")
+                    expected = np.asarray(env.agent_mask(single[1], params))
+                    assert np.array_equal(mask, expected), f"{where}: next_agent_mask"
+                assert_trees_close((*pooled[:5], info), single, where, **_TOL)
     except AssertionError as err:
         _fail(env, prop, str(err))
     done = np.asarray(outs[3]) | np.asarray(outs[4])

@@ -272,6 +272,8 @@ def validate_run(agent_cfg: PQLConfig, cfg: TrainConfig) -> None:
          "checkpoints (checkpoint.every must be 0)"),
         (not cfg.resume, "resume", cfg.resume, "resume"),
         (not cfg.distributed, "distributed", cfg.distributed, "multi-host runs"),
+        (cfg.eval.every == 0, "eval.every", cfg.eval.every,
+         "evaluation between chunks (eval.every must be 0; the end-of-run one runs)"),
     ):  # fmt: skip
         need(ok, key, value, rule.format(what), error=ConfigError)
 
