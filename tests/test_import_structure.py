@@ -30,6 +30,7 @@ LAYERS = (
     ("hordax.training.trainers",),
     ("hordax.training.host",),
     ("hordax.training.ensemble",),
+    ("hordax.training.evaluation",),
     ("hordax.training",),  # the command-line apps: cli, bench, backtest
 )
 

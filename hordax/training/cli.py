@@ -28,7 +28,7 @@ from hordax import strict_json
 #: The overrides a run was started with (written once, at a fresh start; read by resume=).
 OVERRIDES_FILE = "overrides.json"
 
-USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
+USAGE = """usage: hordax {train,eval,suite,bench,backtest} [hydra overrides ...]
 
   hordax train                                   PPO on CartPole-v1 (default config)
   hordax train env=Pendulum-v1                   any registered hordax or gymnax id
@@ -41,6 +41,11 @@ USAGE = """usage: hordax {train,bench,backtest} [hydra overrides ...]
   hordax train population.size=8                 8 seeds in one vmapped program
   hordax train agent=ensemble env=StockTrading-v0   K PPO members + vote/average/rolling
   hordax train agent=ensemble env=CryptoTrading-v0 'ensemble.algorithms=[ppo,pqn]'   mixed
+  hordax train eval.episodes=64 eval.every=5     fresh-episode evaluation (end, every 5 chunks)
+  hordax train env=Aerial-Navigate-v0 curriculum=navigate   obstacle-density curriculum
+  hordax eval RUN_DIR episodes=100 video=ep.gif  evaluate a saved agent on fresh episodes
+  hordax suite                                   train + evaluate every headline task, 3 seeds
+  hordax suite suite=tiny out_dir=D              the one-minute variant (results.md/csv, curves.png)
   hordax backtest RUN_DIR split=test             members, ensembles, baselines: table + PNG
   hordax bench env=CartPole-v1 num_envs=4096     random-action env steps/s (JSON line)
   hordax bench mode=train num_envs=1024          PPO training steps/s
@@ -74,6 +79,9 @@ def _register_schemas() -> None:
         TrainConfig,
         TrainerConfig,
     )
+    from hordax.training.config.curriculum import CurriculumConfig
+    from hordax.training.evaluation import EvalConfig
+    from hordax.training.suite import SuiteConfig
     from hordax.training.trainers import ALGORITHMS
 
     cs = ConfigStore.instance()
@@ -83,6 +91,9 @@ def _register_schemas() -> None:
     cs.store(name="train_schema", node=train_node)
     cs.store(name="bench_schema", node=BenchConfig)
     cs.store(name="backtest_schema", node=BacktestConfig)
+    cs.store(name="eval_schema", node=EvalConfig)
+    cs.store(name="suite_schema", node=SuiteConfig)
+    cs.store(group="curriculum", name="curriculum_schema", node=CurriculumConfig)
     cs.store(group="env", name="env_schema", node=EnvConfig)
     for name, alg in ALGORITHMS.items():
         cs.store(group="agent", name=f"{name}_schema", node=alg.config)
@@ -324,6 +335,8 @@ VALIDATORS = {
     "train": "hordax.training.trainers:validate",
     "bench": "hordax.training.bench:validate_bench",
     "backtest": "hordax.training.backtest:validate_backtest",
+    "eval": "hordax.training.evaluation:validate_eval",
+    "suite": "hordax.training.suite:validate_suite",
 }
 
 
@@ -389,8 +402,14 @@ def _train_task(dict_cfg) -> None:
             os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True)
         )
         write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    from hordax.training.evaluation import train_hooks
+
     try:
-        summary = train_and_log(cfg, env, env_params, resolved)
+        hooks = train_hooks(cfg, env, env_params, resolved)
+    except ValueError as e:  # e.g. curriculum.field not in the env's params
+        _fail(str(e), run_dir=own_dir)
+    try:
+        summary = train_and_log(cfg, env, env_params, resolved, hooks)
     except NoCheckpointError as e:
         _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
               f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
@@ -447,21 +466,71 @@ def _bench_task(dict_cfg) -> None:
     print(strict_json.dumps(row), flush=True)
 
 
-def _backtest_task(dict_cfg) -> None:
-    """The hydra task of ``hordax backtest``: table, curves and plot; one JSON line."""
+def _app_task(command: str, dict_cfg: Any, run: str, *args: Any) -> None:
+    """An app's hydra task body: typed config and its checks, ``run`` ("module:function",
+    its ``ValueError``/``TypeError`` one line, exit 2), one JSON line on stdout."""
+    import importlib
 
-    from hordax.training.backtest import run_backtest
-
-    cfg, _ = check_config("backtest", dict_cfg)
+    cfg, _ = check_config(command, dict_cfg)
+    module, _, name = run.partition(":")
     try:
-        row = run_backtest(cfg)
+        row = getattr(importlib.import_module(module), name)(cfg, *args)
     except (ValueError, TypeError) as e:
         _fail(str(e))
     print(strict_json.dumps(row), flush=True)
 
 
+def _backtest_task(dict_cfg) -> None:
+    """The hydra task of ``hordax backtest``: table, curves and plot; one JSON line."""
+    _app_task("backtest", dict_cfg, "hordax.training.backtest:run_backtest")
+
+
+def _eval_task(dict_cfg) -> None:
+    """The hydra task of ``hordax eval``: evaluate a saved agent; one JSON line."""
+    _app_task("eval", dict_cfg, "hordax.training.evaluation:run_eval")
+
+
+def train_in_process(overrides: list[str], run_dir: str) -> dict:
+    """One ``hordax train`` run in this process (``hordax suite``): the same composition,
+    checks, files and host loop, with its end-of-run evaluation off (the suite runs
+    ``hordax eval``'s); ``run_dir`` is replaced. Returns the summary."""
+    import dataclasses
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from hordax.envs.registry import make
+    from hordax.training.evaluation import train_hooks
+    from hordax.training.host.loop import train_and_log
+    from hordax.training.host.rundir import clear, write_atomic
+
+    cfg_dir = config_dir()
+    args = rewrite_env_override([*overrides, "eval.episodes=0", "progress=false"], cfg_dir)
+    GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        dict_cfg = compose("train", overrides=args)
+    cfg, resolved = check_config("train", dict_cfg)
+    cfg = dataclasses.replace(cfg, run_dir=run_dir)
+    env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
+    os.makedirs(run_dir, exist_ok=True)
+    clear(run_dir)
+    write_atomic(os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True))
+    write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    hooks = train_hooks(cfg, env, env_params, resolved)
+    return train_and_log(cfg, env, env_params, resolved, hooks)
+
+
+def _suite_task(dict_cfg) -> None:
+    """The hydra task of ``hordax suite``: train and evaluate every row; one JSON line."""
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    _app_task("suite", dict_cfg, "hordax.training.suite:run_suite", train_in_process, log)
+
+
 COMMANDS = {
     "train": ("train", _train_task),
+    "eval": ("eval", _eval_task),
+    "suite": ("suite", _suite_task),
     "bench": ("bench", _bench_task),
     "backtest": ("backtest", _backtest_task),
 }
@@ -497,7 +566,7 @@ def main(argv: list[str] | None = None) -> None:
                 rest = [*rest, "hydra.output_subdir=null"]
         if primary:  # the others share process 0's directory, which it may fill first
             check_run_dir_early(rest)
-    elif command == "backtest":  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
+    elif command in ("backtest", "eval"):  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
         rest = [a if "=" in a or a.startswith("-") else f"run_dir={a}" for a in rest]
     else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]

@@ -55,7 +55,7 @@ from hordax.training import cli
 
 #: What a command always gets on its command line (``hordax backtest RUN_DIR``), so that a
 #: case tests its own key and not the missing one.
-REQUIRED = {"backtest": ("run_dir=some/run",)}
+REQUIRED = {"backtest": ("run_dir=some/run",), "eval": ("run_dir=some/run",)}
 
 #: Open dicts whose keys are not in any schema (checked elsewhere: env params below, the
 #: population's and ensemble's own validation).
@@ -77,6 +77,13 @@ MUST_REFUSE = {
     ("bench", "mesh.data", "0"),
     ("backtest", "periods_per_year", "-1"),
     ("backtest", "split", "no-such-value"),
+    ("train", "eval.episodes", "-1"),
+    ("train", "eval.every", "-1"),
+    ("train", "curriculum.name", "no-such-value"),
+    ("train", "curriculum.min_level", "-1"),
+    ("eval", "episodes", "0"),
+    ("eval", "max_steps", "-1"),
+    ("eval", "video", "no-such-value"),
 }
 MUST_REFUSE_ENV = {
     ("Aerial-Hover-v0", "quad.mass", -1.0),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hordax.agents.ppo.config import PPOConfig
+from hordax.training.config.curriculum import CurriculumConfig
 from hordax.training.config.ensemble import EnsembleConfig
 from hordax.training.config.mesh import MeshConfig, validate_mesh
 from hordax.training.config.population import PopulationConfig
@@ -77,6 +78,20 @@ class CheckpointConfig:
 
 
 @dataclass
+class TrainEvalConfig:
+    """Evaluation during training (``eval.*``; ``hordax eval`` for a finished run)."""
+
+    episodes: int = 16
+    """Fresh episodes (per member) after the last chunk; 0 = no evaluation."""
+    every: int = 0
+    """Also evaluate after every this many chunks (0 = only at the end)."""
+    deterministic: bool = True
+    """Greedy / mean actions (false: sample PPO's policy)."""
+    seed: int = -1
+    """Evaluation seed (-1: the run's seed, in the evaluation seed space)."""
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: Any = field(default_factory=PPOConfig)
@@ -88,6 +103,8 @@ class TrainConfig:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     population: PopulationConfig = field(default_factory=PopulationConfig)
     ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    eval: TrainEvalConfig = field(default_factory=TrainEvalConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     seed: int = 0
     """Seed of the run's single ``jax.random.key``."""
     run_dir: str = ""
@@ -151,6 +168,12 @@ def validate_run(cfg: TrainConfig) -> None:
         validate_mesh(cfg.mesh)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    ev = cfg.eval
+    _need(ev.episodes >= 0, "eval.episodes", ev.episodes, "must be an integer >= 0 (0 = off)")
+    _need(ev.every >= 0, "eval.every", ev.every, "must be an integer >= 0 (0 = only at the end)")
+    _need(
+        -1 <= ev.seed < 2**63, "eval.seed", ev.seed, "must be -1 (the run's seed) or in [0, 2**63)"
+    )
     ck = cfg.checkpoint
     _need(ck.every >= 0, "checkpoint.every", ck.every, "must be an integer >= 0 (0 = never)")
     _need(ck.keep >= 1, "checkpoint.keep", ck.keep, "must be an integer >= 1")

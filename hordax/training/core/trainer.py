@@ -4,6 +4,8 @@ protocol for a run of one member."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -60,6 +62,17 @@ class UpdateLoop:
 
     def update(self, state: Any) -> tuple[Any, dict]:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def using_env_params(self, env_params: Any) -> Iterator[None]:
+        """Trace with ``env_params`` (e.g. holding traced fields: a curriculum's level)
+        instead of the constant ones: ``init``/``update`` read ``self.env_params`` at trace
+        time."""
+        saved, self.env_params = self.env_params, env_params
+        try:
+            yield
+        finally:
+            self.env_params = saved
 
     def init_key(self, seed: int) -> jax.Array:
         return jax.random.key(seed)

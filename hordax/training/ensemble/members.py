@@ -142,9 +142,9 @@ class LoadedRun:
     members: Members | MixedMembers
 
 
-def load_run(run_dir: str) -> LoadedRun:
-    """Rebuild the config and members of ``run_dir``; ``ValueError`` with a clear message
-    for a missing directory, missing files or a run that is not a population."""
+def load_config(run_dir: str) -> Any:
+    """The ``TrainConfig`` of a finished run (its ``config.yaml``); ``ValueError`` with a
+    clear message for a missing directory, missing files or an unknown algorithm."""
     from omegaconf import OmegaConf  # the run's config.yaml, as the CLI wrote it
 
     if not os.path.isdir(run_dir):
@@ -164,7 +164,20 @@ def load_run(run_dir: str) -> LoadedRun:
         )
     schema = OmegaConf.structured(TrainConfig)
     schema.agent = OmegaConf.structured(algorithm(algo).config)  # typed Any: the run's agent
-    cfg = OmegaConf.to_object(OmegaConf.merge(schema, raw))
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(schema, raw))
+    except Exception as e:  # omegaconf's errors: a key or type the schemas do not have
+        first = str(e).splitlines()[0]
+        raise ValueError(
+            f"run_dir={run_dir!r}: config.yaml does not fit agent.name={algo}'s config"
+            f" ({first}; a run of another algorithm or hordax version?)"
+        ) from None
+
+
+def load_run(run_dir: str) -> LoadedRun:
+    """Rebuild the config and members of ``run_dir``; ``ValueError`` with a clear message
+    for a missing directory, missing files or a run that is not a population."""
+    cfg = load_config(run_dir)
     if cfg.ensemble.algorithms:  # a mixed ensemble
         members = load_members(os.path.join(run_dir, "params.msgpack"), cfg.ensemble.algorithms)
         got = [m.size for _, m in members.groups]

@@ -51,7 +51,8 @@ DRIVERS = {"jit": JitDriver, "pql_parallel": ParallelDriver}
 
 class ChunkHook(Protocol):
     """Host code run after every chunk (curricula, evaluation): ``after_chunk(driver, row)``
-    may read and replace ``driver.state`` and add fields to ``row`` (it is written after)."""
+    may read and replace ``driver.state`` and add fields to ``row`` (it is written after);
+    an optional ``summary(driver, saved) -> dict`` adds fields to the run's summary."""
 
     def after_chunk(self, driver: Any, row: dict) -> None: ...
 
@@ -200,6 +201,9 @@ def train_and_log(
     }
     summary.update(trainer.summary(saved, row))
     summary.update(driver.summary)
+    for hook in hooks:  # e.g. the curriculum's level, the last evaluation
+        if hasattr(hook, "summary"):
+            summary.update(hook.summary(driver, saved))
     if run_dir and primary:
         write_atomic(os.path.join(run_dir, "summary.json"), strict_json.dumps(summary, indent=1))
     logger.finish(summary)

@@ -16,7 +16,9 @@ from hordax.training.config import (
     validate_run,
     validate_seed,
 )
+from hordax.training.config.curriculum import start_level, validate_curriculum
 from hordax.training.core.types import Resolved
+from hordax.training.trainers.curriculum import CurriculumTrainer
 from hordax.training.trainers.mixed import MixedTrainer, validate_mixed
 from hordax.training.trainers.population import PopulationTrainer
 from hordax.training.trainers.registry import algorithm
@@ -57,6 +59,7 @@ def validate(cfg: TrainConfig) -> Resolved:
         _as_config_error(alg.validate_run, cfg.agent, cfg)
     if ens.enabled and alg.check_member is not None:  # may it be an ensemble member?
         _as_config_error(alg.check_member, cfg.agent)
+    _as_config_error(validate_curriculum, cfg.curriculum, cfg)
     return resolve(cfg)
 
 
@@ -69,4 +72,8 @@ def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved
     trainer = algorithm(cfg.agent.name).trainer(cfg.trainer, cfg.agent, env, env_params, resolved)
     if cfg.population.size > 1:
         return PopulationTrainer(trainer, cfg.population.size, cfg.seed, cfg.population.hparams)
+    cc = cfg.curriculum
+    if cc.name != "none":
+        level = start_level(cc, env_params, cfg.env.id)
+        return CurriculumTrainer(trainer, cc.field, level)
     return trainer

@@ -1,0 +1,61 @@
+"""Evaluation during ``hordax train``: a chunk hook of the host loop
+(:class:`~hordax.training.host.loop.ChunkHook`) that evaluates the current saved agent
+every ``eval.every`` chunks and after the last one, adds ``eval/...`` fields to that chunk's
+``metrics.jsonl`` row and an ``eval`` block to the summary.
+
+It reads the train state (``driver.saved()``) and never writes it, and draws its keys from
+the evaluation seed space, so a run's training (its key stream, checkpoints, resume) is the
+same with evaluation on or off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hordax.envs.core import is_multi_agent
+from hordax.training.evaluation.run import Evaluator, flat_fields
+
+
+class EvalHook:
+    """``eval.episodes`` fresh episodes of the run's env after chunk ``c`` when
+    ``(c + 1) % eval.every == 0`` (``every > 0``) or ``c`` is the last chunk."""
+
+    def __init__(self, cfg: Any, env: Any, env_params: Any, resolved: Any):
+        ec = cfg.eval
+        seed = cfg.seed if ec.seed < 0 else ec.seed
+        self.every, self.num_chunks = int(ec.every), resolved.num_chunks
+        self.evaluator = Evaluator(cfg, env, env_params, ec.episodes, seed, ec.deterministic)
+        self.result: dict | None = None
+        self.chunk: int | None = None
+
+    def after_chunk(self, driver: Any, row: dict) -> None:
+        c = int(row["chunk"])
+        due = self.every > 0 and (c + 1) % self.every == 0
+        if not (due or c + 1 == self.num_chunks):
+            return
+        if getattr(driver, "state", None) is None:  # a host driver (PQL's parallel mode)
+            return  # without a state between chunks: evaluated in summary()
+        self.result, self.chunk = self.evaluator(driver.saved()), c
+        row.update(flat_fields(self.result))
+
+    def summary(self, driver: Any, saved: dict) -> dict:
+        """``{"eval": ...}`` of the newest evaluation; the final agent ``saved`` is evaluated
+        here when no chunk ran in this process (a run resumed after its last chunk)."""
+        if self.result is None:
+            self.result, self.chunk = self.evaluator(saved), self.num_chunks - 1
+        return {"eval": {"chunk": self.chunk, **self.result}}
+
+
+def train_hooks(cfg: Any, env: Any, env_params: Any, resolved: Any) -> tuple:
+    """The chunk hooks a run's config asks for: its curriculum (first: evaluation then
+    sees the row it wrote) and evaluation (``eval.episodes > 0``; single-agent envs only
+    for now: multi-agent runs, ippo/mappo, get no ``eval`` block)."""
+    from hordax.training.host.curriculum import make_curriculum
+
+    hooks: list = []
+    curriculum = make_curriculum(cfg, env, env_params)
+    if curriculum is not None:
+        hooks.append(curriculum)
+    if cfg.eval.episodes > 0 and not is_multi_agent(env):  # see Evaluator: not yet
+        hooks.append(EvalHook(cfg, env, env_params, resolved))
+    return tuple(hooks)

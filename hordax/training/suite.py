@@ -1,0 +1,217 @@
+"""``hordax suite [suite=headline] [out_dir=DIR]``: the learning suite.
+
+Every row of the suite's config (``hordax/configs/suite/<name>.yaml``: task, agent, the
+overrides of its tuned run, the evaluation metric and its threshold) is trained with
+``hordax train``'s own config composition, checks and host loop for each seed (in one
+process: a persistent compilation cache lets later seeds reuse the programs), then evaluated on
+fresh episodes by ``hordax eval``'s code (:func:`hordax.training.evaluation.run_eval`,
+writing each run's ``eval.json``). Outputs in ``out_dir``: ``results.md`` and
+``results.csv`` (task, agent, seeds, env steps, wall and compile time per seed, the metric's
+mean over seeds with its 95 % t-interval, threshold, pass when the mean reaches it),
+``curves.png`` (training return against wall time, one panel per row, one line per seed)
+and ``runs/<task>_<agent>/seed<s>/`` (every run directory).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The results table's columns.
+COLUMNS = (
+    "task", "agent", "seeds", "env_steps", "wall_s", "compile_s", "metric", "mean",
+    "ci95_lo", "ci95_hi", "threshold", "pass",
+)  # fmt: skip
+ROW_KEYS = ("task", "agent", "overrides", "metric", "threshold", "episodes", "note")
+
+
+@dataclass
+class SuiteConfig:
+    """``hordax suite`` options (hordax/configs/suite.yaml and the ``suite`` group)."""
+
+    name: str = "headline"
+    """The suite's name (its file in hordax/configs/suite/)."""
+    rows: list[Any] = field(default_factory=list)
+    """``{task, agent, overrides: [...], metric, threshold, episodes?, note?}`` per row;
+    ``metric``: ``return`` or a task metric (``info["metrics"]`` name)."""
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    """Training seeds per row (at least 3 for an interval over seeds)."""
+    episodes: int = 64
+    """Evaluation episodes per run (a row's ``episodes`` overrides it)."""
+    out_dir: str = ""
+    """Where to write results ('' = suite_<name>)."""
+    only: list[str] = field(default_factory=list)
+    """Run only the rows whose task is listed (empty = all)."""
+
+
+def validate_suite(cfg: SuiteConfig) -> None:
+    """The checks that need no run; ``ValueError`` naming the key."""
+    if not cfg.seeds or len(set(cfg.seeds)) != len(cfg.seeds) or min(cfg.seeds) < 0:
+        raise ValueError(f"seeds={list(cfg.seeds)}: must be distinct integers >= 0, at least one")
+    if cfg.episodes < 1:
+        raise ValueError(f"episodes={cfg.episodes}: must be an integer >= 1")
+    if not cfg.rows:
+        raise ValueError(f"suite={cfg.name}: no rows")
+    tasks = []
+    for i, row in enumerate(cfg.rows):
+        if not isinstance(row, dict) or not {"task", "agent", "metric", "threshold"} <= set(row):
+            raise ValueError(
+                f"rows[{i}]: must be a mapping with task, agent, metric and threshold"
+                f" (optional: overrides, episodes, note); got {row!r}"
+            )
+        unknown = set(row) - set(ROW_KEYS)
+        if unknown:
+            raise ValueError(f"rows[{i}]: unknown keys {sorted(unknown)}; allowed {list(ROW_KEYS)}")
+        t = row["threshold"]
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+            raise ValueError(f"rows[{i}].threshold={t!r}: must be a finite number")
+        tasks.append(row["task"])
+    missing = sorted(set(cfg.only) - set(tasks))
+    if missing:
+        raise ValueError(f"only={list(cfg.only)}: no rows for {missing}; tasks are {tasks}")
+
+
+def metric_value(res: dict, metric: str) -> float:
+    """A row's metric from an evaluation: the mean return or a task metric's mean."""
+    if metric == "return":
+        return float(res["return"]["mean"])
+    if metric not in res["metrics"]:
+        raise ValueError(
+            f"metric={metric!r}: the env reports {sorted(res['metrics'])} (or 'return')"
+        )
+    return float(res["metrics"][metric]["mean"])
+
+
+def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=print) -> dict:
+    """Train and evaluate every row and seed; write the table, CSV and curves.
+
+    ``train(overrides, run_dir) -> summary``: one ``hordax train`` run in this process
+    (the CLI's :func:`hordax.training.cli.train_in_process`), evaluation off."""
+    from hordax.training.evaluation import EvalConfig, interval, run_eval
+
+    validate_suite(cfg)
+    out_dir = cfg.out_dir or f"suite_{cfg.name}"
+    os.makedirs(out_dir, exist_ok=True)
+    import jax
+
+    if not jax.config.jax_compilation_cache_dir:  # seeds after the first reuse its programs
+        jax.config.update("jax_compilation_cache_dir", os.path.join(out_dir, ".jax_cache"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    results, curves = [], {}
+    for row in cfg.rows:
+        if cfg.only and row["task"] not in cfg.only:
+            continue
+        label = f"{row['task']}_{row['agent']}"
+        values, walls, compiles, steps, runs = [], [], [], 0, []
+        for seed in cfg.seeds:
+            run_dir = os.path.join(out_dir, "runs", label, f"seed{seed}")
+            overrides = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
+            t0 = time.perf_counter()
+            summary = train([*overrides, f"seed={seed}"], run_dir)
+            wall = time.perf_counter() - t0
+            ev = run_eval(
+                EvalConfig(run_dir=run_dir, episodes=int(row.get("episodes", cfg.episodes)))
+            )
+            values.append(metric_value(ev, row["metric"]))
+            walls.append(wall)
+            compiles.append(summary["compile_s"])
+            steps = summary["env_steps"]
+            runs.append(run_dir)
+            log(f"suite: {label} seed {seed}: {row['metric']}={values[-1]:.4g} ({wall:.1f} s)")
+        st = interval(values)
+        lo, hi = st["ci95"] or (math.nan, math.nan)
+        results.append(
+            {
+                "task": row["task"],
+                "agent": row["agent"],
+                "seeds": len(values),
+                "env_steps": steps,
+                "wall_s": round(sum(walls) / len(walls), 1),
+                "compile_s": round(sum(compiles) / len(compiles), 1),
+                "metric": row["metric"],
+                "mean": st["mean"],
+                "ci95_lo": lo,
+                "ci95_hi": hi,
+                "threshold": float(row["threshold"]),
+                "pass": bool(st["mean"] >= float(row["threshold"])),
+                "per_seed": values,
+            }
+        )
+        curves[label] = runs
+    write_tables(results, out_dir)
+    plot_curves(curves, os.path.join(out_dir, "curves.png"))
+    return {
+        "suite": cfg.name,
+        "out_dir": out_dir,
+        "rows": len(results),
+        "passed": sum(r["pass"] for r in results),
+        "results": results,
+    }
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if not math.isfinite(v) else f"{v:.4g}"
+    return str(v)
+
+
+def write_tables(results: list[dict], out_dir: str) -> None:
+    """``results.csv`` and ``results.md`` (the Markdown table README's results are drawn
+    from)."""
+    import io
+
+    from hordax.training.host.rundir import write_atomic
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=[*COLUMNS, "per_seed"])
+    w.writeheader()
+    for r in results:
+        w.writerow({**r, "per_seed": json.dumps(r["per_seed"])})
+    write_atomic(os.path.join(out_dir, "results.csv"), buf.getvalue())
+    head = ["task", "agent", "seeds", "env steps", "wall s / seed", "compile s", "eval metric",
+            "mean [95 % CI]", "threshold", "pass"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        ci = f"{_fmt(r['mean'])} [{_fmt(r['ci95_lo'])}, {_fmt(r['ci95_hi'])}]"
+        verdict = "pass" if r["pass"] else "FAIL"
+        cells = [*(r[k] for k in COLUMNS[:7]), ci, _fmt(r["threshold"]), verdict]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    write_atomic(os.path.join(out_dir, "results.md"), "\n".join(lines) + "\n")
+
+
+def plot_curves(curves: dict[str, list[str]], png: str) -> None:
+    """Training return (chunk rows of ``metrics.jsonl``) against wall time: one panel per
+    row, one line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = max(1, len(curves))
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+    for ax, (label, runs) in zip(axes.flat, sorted(curves.items()), strict=False):
+        for run in runs:
+            with open(os.path.join(run, "metrics.jsonl")) as f:
+                pts = [json.loads(line) for line in f if line.strip()]
+            xs = [p["wall_s"] for p in pts]
+            ys = [p.get("episode_return") for p in pts]
+            ax.plot(xs, [math.nan if y is None else y for y in ys], label=os.path.basename(run))
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("wall time after compile (s)")
+        ax.set_ylabel("training return")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    tmp = png + ".tmp.png"
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, png)

@@ -1,0 +1,285 @@
+"""Evaluation of saved agents (``hordax eval``, the train-time ``eval`` block).
+
+- a hand-made env with known episode returns: the runner's returns, lengths and metrics are
+  exactly the known ones (each episode counted once, ended envs frozen: no second episode),
+  and the mean and interval are the Student-t formula's;
+- the evaluation seed space is disjoint from training's;
+- a trained CartPole run (PQN, the CLI) evaluates above its threshold, the same JSON twice;
+- bad input: one line naming the key, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+from gymnax.environments.spaces import Box, Discrete
+from scipy import stats
+
+from hordax.envs.core import Environment, EnvParams, EnvState
+from hordax.training.evaluation.episodes import (
+    EVAL_TAG,
+    Policy,
+    episode_keys,
+    eval_root,
+    interval,
+    make_runner,
+)
+
+
+@struct.dataclass
+class CountState(EnvState):
+    length: jax.Array  # i32[]: this episode terminates after `length` steps
+
+
+@struct.dataclass
+class CountParams(EnvParams):
+    max_steps_in_episode: int = 100
+
+
+class Countdown(Environment):
+    """Episode length ``L in [1, 6]`` drawn at reset; step ``t`` (1-based) pays ``t``;
+    terminates at ``t = L`` (return ``L (L + 1) / 2``) unless truncated first."""
+
+    @property
+    def default_params(self):
+        return CountParams()
+
+    def reset_env(self, key, params):
+        length = jax.random.randint(key, (), 1, 7)
+        return jnp.zeros(1, jnp.float32), CountState(time=jnp.int32(0), length=length)
+
+    def step_env(self, key, state, action, params):
+        t = state.time + 1
+        state = state.replace(time=t)
+        info = {
+            "metrics": {"even": (state.length % 2 == 0).astype(jnp.float32)},
+            "reward_terms": {},
+        }
+        obs = jnp.full(1, t, jnp.float32)
+        return obs, state, t.astype(jnp.float32), t >= state.length, info
+
+    def observation_space(self, params):
+        return Box(0.0, 100.0, (1,), jnp.float32)
+
+    def action_space(self, params):
+        return Discrete(2)
+
+
+def _constant_policy() -> Policy:
+    p = Policy()
+    p.initial_carry = lambda n: ()
+    p.act = lambda params, st, carry, obs, first, key: (jnp.zeros(obs.shape[0], jnp.int32), carry)
+    return p
+
+
+def _known_lengths(env, params, keys):
+    """Each episode's drawn length, from the reset key the runner uses."""
+    reset_keys = jax.vmap(jax.random.split)(keys)[:, 0]
+    return np.asarray(jax.vmap(lambda k: env.reset(k, params)[1].length)(reset_keys))
+
+
+@pytest.mark.parametrize("limit", [100, 3])
+def test_runner__known_returns_each_episode_once(limit):
+    env, params = Countdown(), CountParams(max_steps_in_episode=limit)
+    keys = episode_keys(7, 64)
+    out = jax.device_get(make_runner(env, params, _constant_policy(), 200)(None, None, keys))
+    L = _known_lengths(env, params, keys)
+    steps = np.minimum(L, limit)
+    assert np.all(out["done"])
+    np.testing.assert_array_equal(out["length"], steps)  # no second episode after the first
+    np.testing.assert_array_equal(out["return"], steps * (steps + 1) / 2)
+    np.testing.assert_array_equal(out["terminated"], limit >= L)
+    np.testing.assert_array_equal(out["metrics"]["even"], (L % 2 == 0).astype(np.float32))
+    assert len(set(L.tolist())) > 3  # fresh draws: episodes differ
+
+
+def test_interval__is_the_student_t_interval():
+    x = np.array([1.0, 3.0, 6.0, 10.0, 15.0, 21.0])
+    got = interval(x)
+    half = stats.t.ppf(0.975, 5) * np.std(x, ddof=1) / math.sqrt(6)
+    assert got["mean"] == pytest.approx(56 / 6)
+    np.testing.assert_allclose(got["ci95"], [56 / 6 - half, 56 / 6 + half], rtol=1e-12)
+    assert interval([2.0]) == {"mean": 2.0, "ci95": None, "std": None}
+
+
+def test_eval_seeds__disjoint_from_training_seeds():
+    """Evaluation roots carry the tag bit that no training root (``key(seed)``, seed <
+    2**63) has; the keys they derive differ from the training keys of the same seed."""
+    for seed in (0, 1, 12345, 2**40 + 3, 2**63 - 1):
+        data = np.asarray(jax.random.key_data(eval_root(seed)))
+        assert (
+            data[0] & EVAL_TAG
+            and not np.asarray(jax.random.key_data(jax.random.key(seed)))[0] & EVAL_TAG
+        )
+
+    def data(keys):
+        return {tuple(np.asarray(jax.random.key_data(k)).tolist()) for k in keys}
+
+    # Training's keys of seed 0 two splits deep (the trainers split their root 2-3 ways).
+    root = jax.random.key(0)
+    train = data(jax.random.split(root, 64))
+    for k in jax.random.split(root, 3):
+        train |= data(jax.random.split(k, 64))
+    assert not data(episode_keys(0, 64)) & train
+    # Other evaluation seeds give other episodes.
+    env, params = Countdown(), CountParams()
+    lengths = [_known_lengths(env, params, episode_keys(s, 32)) for s in (0, 1)]
+    assert not np.array_equal(*lengths)
+    with pytest.raises(ValueError, match="seed=-1"):
+        eval_root(-1)
+
+
+# --- the CLI path ---------------------------------------------------------------------------
+
+TRAIN = [
+    "agent=pqn",
+    "trainer.num_envs=32",
+    "trainer.rollout_length=32",
+    "trainer.total_env_steps=98304",
+    "trainer.num_chunks=3",
+    "agent.epsilon_decay=0.2",
+    "eval.episodes=8",
+    "progress=false",
+]
+
+
+def _cli(args, cwd, timeout=500):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("XLA_FLAGS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "hordax.training.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("eval")
+    proc = _cli(["train", *TRAIN, f"hydra.run.dir={cwd / 'run'}"], cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return cwd, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(900)
+def test_cli__trained_cartpole_evaluates_above_threshold_reproducibly(cartpole_run):
+    cwd, summary = cartpole_run
+    run = cwd / "run"
+    block = summary["eval"]  # the train-time evaluation, also in the last metrics row
+    assert block["episodes"] == 8 and block["deterministic"] is True
+    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["eval/return"] == block["return"]["mean"]
+    before = {
+        p: (run / p).read_bytes() for p in ("params.msgpack", "summary.json", "metrics.jsonl")
+    }
+    outs = []
+    for _ in range(2):
+        proc = _cli(["eval", str(run), "episodes=32"], cwd)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    a, b = ({k: v for k, v in o.items() if k not in ("wall_s", "compile_s")} for o in outs)
+    assert a == b  # same seed, same JSON
+    assert a["episodes"] == 32 and a["return"]["ci95"][0] >= 195.0, a["return"]
+    written = json.loads((run / "eval.json").read_text())
+    assert written["return"] == a["return"]
+    assert {p: (run / p).read_bytes() for p in before} == before  # training files untouched
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["eval", "no/such/run"], "run_dir='no/such/run'"),
+        (["eval", "RUN", "episodes=0"], "episodes=0"),
+        (["eval", "RUN", "split=test"], "split='test'"),
+        (["eval", "RUN", "deterministic=false"], "deterministic=false"),  # PQN: greedy only
+        (["eval", "RUN", "out=params.msgpack"], "out='params.msgpack'"),
+        (["eval", "RUN", "video=x.avi"], "video='x.avi'"),
+        (["eval", "RUN", "video=x.gif"], "video='x.gif'"),  # gymnax CartPole: no render
+        (["eval", "OTHER"], "agent.name=ppo"),  # a run of another algorithm
+        (["eval", "NET"], "agent.name=pqn's network"),  # params that do not fit the config
+    ],
+)
+def test_cli__bad_input_is_one_line_naming_the_key(cartpole_run, args, names):
+    cwd, _ = cartpole_run
+    edits = {  # the PQN run's files under a config that says another algorithm / network
+        "OTHER": ("name: pqn", "name: ppo"),
+        "NET": ("    - 128\n    - 128\n", "    - 64\n    - 64\n"),
+    }
+    for name, (old, new) in edits.items():
+        if name in args and not (cwd / name.lower()).exists():
+            shutil.copytree(cwd / "run", cwd / name.lower())
+            text = (cwd / "run" / "config.yaml").read_text()
+            assert old in text
+            (cwd / name.lower() / "config.yaml").write_text(text.replace(old, new))
+    args = [str(cwd / a.lower()) if a in ("RUN", *edits) else a for a in args]
+    proc = _cli(args, cwd)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and len(err.splitlines()) == 1, err[-2000:]
+    assert names in err, err
+
+
+def _zero_policy(space) -> Policy:
+    p = Policy()
+    p.initial_carry = lambda n: ()
+    dtype = jnp.int32 if not hasattr(space, "low") else jnp.float32
+    shape = tuple(space.shape)
+    p.act = lambda params, st, carry, obs, first, key: (
+        jnp.zeros((obs.shape[0], *shape), dtype),
+        carry,
+    )
+    return p
+
+
+@pytest.mark.timeout(300)
+def test_runner__multi_agent_returns_are_masked_per_agent_and_per_team():
+    """Multi-agent envs: each agent's return is its reward summed over the steps it is
+    active (``info["agent_mask"]``), equal to a step-by-step reference loop; the episode's
+    return is the masked mean over agents, and each team's is reported."""
+    from hordax.envs.registry import make
+    from hordax.envs.wrappers import ClipAction
+    from hordax.training.evaluation.episodes import _env_step, episode_stats
+
+    env, params = make("Debug-MultiPointMass-v0", params={"max_steps_in_episode": 20})
+    policy = _zero_policy(env.action_space(params))
+    keys = episode_keys(0, 3)
+    out = jax.device_get(make_runner(env, params, policy, 50)(None, None, keys))
+    assert out["return"].shape == (3, env.num_agents) and np.all(out["done"])
+    step = jax.jit(_env_step(ClipAction(env)))
+    for i in range(3):  # the reference: one episode at a time, by hand
+        k_reset, k_loop = jax.random.split(keys[i])
+        obs, state = env.reset(k_reset, params)
+        total, active = np.zeros(env.num_agents), np.zeros(env.num_agents, bool)
+        for _ in range(50):
+            k_loop, k_step = jax.random.split(k_loop)
+            act = jnp.zeros(env.action_space(params).shape, jnp.float32)
+            obs, state, r, term, trunc, info = step(k_step, state, act, params)
+            mask = np.asarray(info.get("agent_mask", np.ones(env.num_agents, bool)))
+            total += np.where(mask, np.asarray(r), 0.0)
+            active |= mask
+            if term or trunc:
+                break
+        np.testing.assert_allclose(out["return"][i], total, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(out["active"][i], active)
+    tag, tparams = make("MPE-SimpleTag-v0")
+    tout = jax.device_get(
+        make_runner(tag, tparams, _zero_policy(tag.action_space(tparams)), 50)(None, None, keys)
+    )
+    st = episode_stats(tout, tag.team_index, tag.team_names)
+    assert set(st["team_return"]) == {"adversary", "agent"}
+    ret = np.asarray(tout["return"])
+    np.testing.assert_allclose(st["team_return"]["agent"]["mean"], ret[:, 3].mean(), rtol=1e-6)
+    np.testing.assert_allclose(st["return"]["mean"], ret.mean(), rtol=1e-6)
