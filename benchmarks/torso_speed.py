@@ -2,17 +2,19 @@
 
 The regression benchmark of issue #12 (CNN torsos trained ~360x slower than the MLP on CPU
 because XLA:CPU ran the gradient convolutions inside ``lax.scan`` as a naive loop; see
-``hordax/agents/networks.py``). One process; for each torso it builds the same sharded
-chunk program as ``hordax train`` (PPO defaults: 4 epochs x 4 minibatches; the ``auto``
-mesh, which keeps 64 envs on one device), compiles it (``compile_s``, timed apart), runs it
-once to warm up, then times ``--repeats`` runs of ``--updates`` whole updates (rollout,
-V(final_observation), GAE, minibatch epochs) and reports the median as env steps/s.
+``hordax/agents/networks.py``). One process; for each variant (a torso, ``/shared`` for
+``network.shared_torso``) it builds the same sharded chunk program as ``hordax train`` (PPO
+defaults: 4 epochs x 4 minibatches; the ``auto`` mesh, which keeps 64 envs on one device),
+compiles it (``compile_s``, timed apart) and runs it once to warm up; then the variants'
+timed runs of ``--updates`` whole updates (rollout, bootstrap values, GAE, minibatch epochs)
+alternate, ``--repeats`` rounds, so that a shared machine's load hits every variant alike;
+the median is reported as env steps/s, with the load average.
 
 ``--conv lax`` swaps the torso's convolution back to ``jax.lax.conv_general_dilated`` (the
-code before the fix) to reproduce the "before" row; it is slow (minutes per torso on a
+code before the CPU fix) to reproduce that "before" row; it is slow (minutes per torso on a
 2-core CPU), so it is off by default.
 
-    python benchmarks/torso_speed.py                          # mlp, cnn, grid at 64 x 128
+    python benchmarks/torso_speed.py                          # mlp, cnn, grid, grid/shared
     python benchmarks/torso_speed.py --json torso_speed.json
     python benchmarks/torso_speed.py --torsos cnn grid --conv lax --updates 1 --repeats 1
 
@@ -45,8 +47,10 @@ from hordax.training.trainers import make_trainer, validate  # noqa: E402
 ENV_ID = "Grid-DoorKey-8x8-v0"
 
 
-def measure(torso: str, num_envs: int, rollout_length: int, updates: int, repeats: int) -> dict:
-    """Compile time and median training env steps/s of ``updates`` PPO updates."""
+def build(variant: str, num_envs: int, rollout_length: int, updates: int) -> dict:
+    """The compiled chunk program of ``variant`` ("grid", "grid/shared", ...), its warmed-up
+    state and compile time."""
+    torso, _, shared = variant.partition("/")
     env, params = hordax.make(ENV_ID)
     cfg = TrainConfig(
         trainer=TrainerConfig(
@@ -55,7 +59,7 @@ def measure(torso: str, num_envs: int, rollout_length: int, updates: int, repeat
             total_env_steps=updates * num_envs * rollout_length,
             num_chunks=1,
         ),
-        agent=PPOConfig(network=NetworkConfig(torso=torso)),
+        agent=PPOConfig(network=NetworkConfig(torso=torso, shared_torso=shared == "shared")),
     )
     resolved = validate(cfg)
     progs = make_programs(cfg, make_trainer(cfg, env, params, resolved))
@@ -64,28 +68,33 @@ def measure(torso: str, num_envs: int, rollout_length: int, updates: int, repeat
     chunk = progs.chunk.lower(state).compile()
     compile_s = time.perf_counter() - t
     state = jax.block_until_ready(chunk(state)[0])  # warm-up run
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        state = jax.block_until_ready(chunk(state)[0])
-        times.append(time.perf_counter() - t)
-    run_s = statistics.median(times)
     return {
-        "torso": torso,
-        "env": ENV_ID,
-        "num_envs": num_envs,
-        "rollout_length": rollout_length,
+        "chunk": chunk,
+        "state": state,
+        "compile_s": compile_s,
         "env_steps": resolved.env_steps,
         "devices": int(progs.mesh.devices.size),
-        "compile_s": round(compile_s, 2),
-        "run_s": round(run_s, 4),
-        "sps": round(resolved.env_steps / run_s, 1),
+        "times": [],
+        "loads": [],
     }
+
+
+def run_once(prog: dict) -> None:
+    """One timed run; the state carries on (the next run continues training)."""
+    t = time.perf_counter()
+    prog["state"] = jax.block_until_ready(prog["chunk"](prog["state"])[0])
+    prog["times"].append(time.perf_counter() - t)
+    prog["loads"].append(os.getloadavg()[0])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--torsos", nargs="+", default=["mlp", "cnn", "grid"])
+    ap.add_argument(
+        "--torsos",
+        nargs="+",
+        default=["mlp", "cnn", "grid", "grid/shared"],
+        help="variants: mlp, cnn or grid, each optionally with /shared (one shared torso)",
+    )
     ap.add_argument("--num-envs", type=int, default=64)
     ap.add_argument("--rollout-length", type=int, default=128)
     ap.add_argument("--updates", type=int, default=4, help="PPO updates per timed run")
@@ -94,32 +103,54 @@ def main() -> None:
         "--conv",
         choices=["auto", "lax"],
         default="auto",
-        help="auto: hordax's convolution (patches matmul on CPU); lax: the pre-fix path",
+        help="auto: hordax's convolution on CPU; lax: jax.lax.conv_general_dilated (pre-fix)",
     )
     ap.add_argument("--json", help="also write all rows to this file")
     args = ap.parse_args()
     for key in ("num_envs", "rollout_length", "updates", "repeats"):
         if getattr(args, key) < 1:
             ap.error(f"--{key.replace('_', '-')}={getattr(args, key)}: must be an integer >= 1")
-    for torso in args.torsos:
-        if torso not in ("mlp", "cnn", "grid"):
-            ap.error(f"--torsos: {torso!r} is not one of 'mlp', 'cnn', 'grid'")
+    for variant in args.torsos:
+        torso, _, shared = variant.partition("/")
+        if torso not in ("mlp", "cnn", "grid") or shared not in ("", "shared"):
+            ap.error(f"--torsos: {variant!r} is not one of mlp, cnn, grid (optionally /shared)")
     if args.conv == "lax":
-        # CNN looks the function up at call time, so this reinstates the old convolution.
+        # The torsos look the function up at call time, so this reinstates the old convolution.
         networks.conv_general_dilated = jax.lax.conv_general_dilated
     machine = f"{jax.devices()[0].device_kind} ({platform.machine()}, {os.cpu_count()} cores)"
+    progs = {v: build(v, args.num_envs, args.rollout_length, args.updates) for v in args.torsos}
+    for _ in range(args.repeats):
+        for prog in progs.values():
+            run_once(prog)
     rows = []
-    for torso in args.torsos:
-        row = {**measure(torso, args.num_envs, args.rollout_length, args.updates, args.repeats)}
-        row.update(conv=args.conv, machine=machine, jax=jax.__version__)
+    for variant, prog in progs.items():
+        run_s = statistics.median(prog["times"])
+        row = {
+            "torso": variant,
+            "env": ENV_ID,
+            "num_envs": args.num_envs,
+            "rollout_length": args.rollout_length,
+            "env_steps": prog["env_steps"],
+            "devices": prog["devices"],
+            "compile_s": round(prog["compile_s"], 2),
+            "run_s": round(run_s, 4),
+            "sps": round(prog["env_steps"] / run_s, 1),
+            "load_avg": round(statistics.median(prog["loads"]), 2),
+            "conv": args.conv,
+            "machine": machine,
+            "jax": jax.__version__,
+        }
         print(strict_json.dumps(row), flush=True)
         rows.append(row)
     print(f"\n{ENV_ID}, PPO, {args.num_envs} envs x {args.rollout_length} steps, conv={args.conv}")
-    print(f"{'torso':<6} {'compile_s':>10} {'train steps/s':>14} {'vs mlp':>8}")
+    print(f"{'torso':<12} {'compile_s':>10} {'train steps/s':>14} {'vs mlp':>8} {'load':>6}")
     mlp = next((r["sps"] for r in rows if r["torso"] == "mlp"), None)
     for r in rows:
         ratio = f"{r['sps'] / mlp:.3f}" if mlp else "-"
-        print(f"{r['torso']:<6} {r['compile_s']:>10.1f} {r['sps']:>14,.0f} {ratio:>8}")
+        print(
+            f"{r['torso']:<12} {r['compile_s']:>10.1f} {r['sps']:>14,.0f} {ratio:>8} "
+            f"{r['load_avg']:>6.1f}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             strict_json.dump(rows, f, indent=1)

@@ -33,11 +33,17 @@ research/style.md section 7):
 - :func:`check_render`: ``render`` returns ``uint8[H, W, 3]``.
 
 The jitted helpers take the env as a static argument, so XLA compilations are cached per env
-*instance*: reuse one ``(env, params)`` across checks to compile each program once.
+*instance*: reuse one ``(env, params)`` across checks to compile each program once. The checks
+share a few compiled programs per env (the "contract program" below: trajectories, time-limit
+records, vmapped, pooled and un-vmapped steps in three jitted parts) and compare its outputs
+on the host; the outputs of the newest few ``(env, params, key)`` are kept, so running one
+env's checks one after another (as ``tests/conftest.py`` orders the suite) computes them once.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 import itertools
 from collections.abc import Mapping
@@ -54,7 +60,7 @@ from gymnax.environments import spaces
 from hordax.envs.core import Environment as HordaxEnvironment
 from hordax.envs.core import has_critic_observation, is_multi_agent, supports_step_no_reset
 from hordax.envs.spaces import MultiDiscrete
-from hordax.envs.wrappers.clip import ClipAction
+from hordax.envs.wrappers.clip import clip_action
 from hordax.envs.wrappers.vector import VecEnv
 
 __all__ = [
@@ -156,7 +162,9 @@ def _flat(tree: Any) -> tuple[list[tuple[str, Any]], Any]:
 
 
 def _aval(x: Any) -> str:
-    return str(jax.typeof(x)) if isinstance(x, jax.Array) else f"python {type(x).__name__}"
+    if isinstance(x, jax.Array | jax.ShapeDtypeStruct):
+        return str(jax.typeof(x))
+    return f"python {type(x).__name__}"
 
 
 def assert_trees_close(
@@ -362,15 +370,13 @@ class _TerminalRecord:
     state_re: Any
 
 
-@functools.partial(jax.jit, static_argnames=("env", "num_steps"))
-def terminal_rollout(env: Any, params: Any, key: jax.Array, num_steps: int) -> _TerminalRecord:
-    """Random-action rollout recording, per step, the parts gymnax's ``step`` combines.
-
-    Splits each step key as the base class does (``key_step, key_reset = split(key)``) and
-    evaluates ``step_env``/``reset_env`` beside ``step``, so auto-reset and
-    ``info["final_observation"]`` can be checked against them.
-    """
+def _terminal_impl(env: Any, params: Any, key: jax.Array, num_steps: int) -> _TerminalRecord:
     no_limit = _with_max_steps(params, np.iinfo(np.int32).max)
+    # step_env with and without the time limit, as one batched call (one copy of its code).
+    limits, limit_axes = _batched_field(
+        params, "max_steps_in_episode", [params.max_steps_in_episode, no_limit.max_steps_in_episode]
+    )
+    step_env_2 = jax.vmap(env.step_env, in_axes=(None, None, None, limit_axes))
     key_reset, key_steps = jax.random.split(key)
     obs0, state0 = env.reset(key_reset, params)
     act_space = env.action_space(params)
@@ -381,19 +387,17 @@ def terminal_rollout(env: Any, params: Any, key: jax.Array, num_steps: int) -> _
         action = act_space.sample(k_act)
         out = env.step(k, state, action, params)
         key_step, key_reset = jax.random.split(k)
-        obs_st, state_st, reward_st, terminated_st, _ = env.step_env(
-            key_step, state, action, params
-        )
-        terminated_no_limit = env.step_env(key_step, state, action, no_limit)[3]
+        obs_2, state_2, reward_2, terminated_2, _ = step_env_2(key_step, state, action, limits)
+        state_st = _slot(state_2, 0)
         obs_re, state_re = env.reset_env(key_reset, params)
         record = _TerminalRecord(
             prev_state=state,
             out=out,
-            obs_st=obs_st,
+            obs_st=_slot(obs_2, 0),
             state_st=state_st,
-            reward_st=reward_st,
-            terminated_st=terminated_st,
-            terminated_no_limit=terminated_no_limit,
+            reward_st=reward_2[0],
+            terminated_st=terminated_2[0],
+            terminated_no_limit=terminated_2[1],
             is_truncated=env.is_truncated(state_st, params),
             obs_re=obs_re,
             state_re=state_re,
@@ -404,153 +408,331 @@ def terminal_rollout(env: Any, params: Any, key: jax.Array, num_steps: int) -> _
     return record
 
 
-@functools.cache
-def _clip_wrapped(env: Any) -> ClipAction:
-    return ClipAction(env)
+@functools.partial(jax.jit, static_argnames=("env", "num_steps"))
+def terminal_rollout(env: Any, params: Any, key: jax.Array, num_steps: int) -> _TerminalRecord:
+    """Random-action rollout recording, per step, the parts gymnax's ``step`` combines.
+
+    Splits each step key as the base class does (``key_step, key_reset = split(key)``) and
+    evaluates ``step_env``/``reset_env`` beside ``step``, so auto-reset and
+    ``info["final_observation"]`` can be checked against them.
+    """
+    return _terminal_impl(env, params, key, num_steps)
 
 
 def _step_at(tree: Any, t: int) -> Any:
     return jax.tree.map(lambda x: _to_np(x)[t], tree)
 
 
-# --------------------------------------------------------------------------------------------
-# 1. tracing
+def _batched_field(params: Any, field: str, values: list) -> tuple[Any, Any]:
+    """``params`` with ``field`` stacked from ``values`` (``[len(values)]``) and the
+    ``in_axes`` tree that batches that field only."""
+    batched = params.replace(**{field: jnp.asarray(values)})
+    axes = jax.tree.map(lambda _: None, params).replace(**{field: 0})
+    return batched, axes
 
 
-def check_traces_once(
-    env: Any, params: Any = None, key: jax.Array | None = None, num_calls: int = 4
-) -> None:
-    """``jax.jit(chex.assert_max_traces(fn, n=1))`` of ``reset`` and ``step`` over new inputs.
+def _stack(trees: list) -> Any:
+    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
-    Calls reset with ``num_calls`` keys and chains ``num_calls`` steps (each on the state the
-    previous one returned). A second trace means an input's abstract value changed, most
-    often a state leaf whose dtype or weak type differs between ``reset`` and ``step``.
-    """
-    params, key = _params(env, params), _key(key)
-    tag = f"{_name(env)}_{next(_fresh_tag)}".replace("-", "_")
 
-    # chex counts traces per (call stack, source, __name__): a unique name per call.
-    def reset_fn(k, p):
-        return env.reset(k, p)
-
-    def step_fn(k, s, a, p):
-        return env.step(k, s, a, p)
-
-    reset_fn.__name__, step_fn.__name__ = f"reset_{tag}", f"step_{tag}"
-    reset = jax.jit(chex.assert_max_traces(reset_fn, n=1))
-    step = jax.jit(chex.assert_max_traces(step_fn, n=1))
-    keys = jax.random.split(key, 3 * num_calls)
-    try:
-        for k in keys[:num_calls]:
-            _, state = reset(k, params)
-    except AssertionError as err:
-        _fail(env, "traces_once", f"jitted reset traced more than once: {str(err).splitlines()[0]}")
-    space = env.action_space(params)
-    state0 = state
-    try:
-        for i in range(num_calls):
-            action = space.sample(keys[num_calls + i])
-            _, state, *_ = step(keys[2 * num_calls + i], state, action, params)
-    except AssertionError as err:
-        changed = [
-            f"{path}: {_aval(a)} after reset -> {_aval(b)} after step"
-            for (path, a), (_, b) in zip(_flat(state0)[0], _flat(state)[0], strict=True)
-            if _aval(a) != _aval(b)
-        ]
-        _fail(
-            env,
-            "traces_once",
-            f"jitted step traced more than once over {num_calls} chained calls; state leaves "
-            f"whose abstract value changes: {changed or 'none found'} "
-            f"({str(err).splitlines()[0]})",
-        )
+def _concat(trees: list) -> Any:
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *trees)
 
 
 # --------------------------------------------------------------------------------------------
-# 2. spaces, dtypes, info structure
+# the contract program: one compiled program per env serves every check
+#
+# XLA compile time, not run time, is what the checks cost (seconds per program, more for
+# heavy envs), and most of it is per program and per copy of the env's step in it. So
+# :func:`_contract_data` traces, compiles and runs ONE program per (env, params, key, sizes)
+# that computes everything the checks read: a random-action trajectory batched with the
+# NaN/inf-action ones, the time-limit records, the vmapped steps over states and over params,
+# the batch layer's pooled resets, and one un-vmapped reference stepper (a ``lax.map`` over
+# slots) that the vmap and batch checks compare against. The checks then read its outputs
+# on the host; the newest few results are kept, so a suite that runs an env's checks one
+# after the other computes them once.
 
 
-def check_spaces_and_dtypes(
-    env: Any, params: Any = None, key: jax.Array | None = None, num_steps: int = ROLLOUT_STEPS
-) -> None:
-    """Obs/actions inside their spaces with matching shape and dtype; reward, flags, time, info.
+@dataclasses.dataclass(frozen=True)
+class _Sizes:
+    """What the checks ask for (their keyword arguments; defaults of the public checks)."""
 
-    Asserted at reset, at every step of a ``num_steps`` random rollout (through auto-resets)
-    and on ``info["final_observation"]``: ``bool(observation_space(params).contains(obs))``;
-    sampled actions inside ``action_space``; reward ``float32`` of shape ``()`` (multi-agent
-    ``(n_agents,)``); ``terminated``/``truncated`` ``bool[]``; ``state.time`` ``int32[]``;
-    ``info`` pytree structure and leaf shapes identical across steps.
-    """
-    prop = "spaces_and_dtypes"
-    params, key = _params(env, params), _key(key)
+    rollout_steps: int = ROLLOUT_STEPS
+    nonfinite_steps: int = 14
+    terminal_max_steps: int = 5
+    terminal_steps: int = 16
+    vmap_envs: int = 4
+    vmap_steps: int = 4
+    vmap_max_steps: int = 3
+    vmap_scale: float = 0.05
+    batch_envs: int = 4
+    batch_steps: int = 8
+    batch_max_steps: int = 3
+    reset_pool: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Flags:
+    """What the env supports (static parts of the program)."""
+
+    nonfinite: int  # trajectories with NaN/inf actions: 0 none, 1 through ClipAction, 2 + raw
+    time_limit: bool  # params have max_steps_in_episode
+    no_reset_step: bool  # VecEnv can step it without the reset (pooled resets)
+    critic: bool  # critic_observation(state, params)
+
+
+def _flags(env: Any, params: Any) -> _Flags:
+    box = has_box_actions(env, params)
+    return _Flags(
+        nonfinite=(2 if is_hordax_env(env) else 1) if box else 0,
+        time_limit=hasattr(params, "max_steps_in_episode"),
+        no_reset_step=supports_step_no_reset(env),
+        critic=has_critic_observation(env),
+    )
+
+
+def _scenario_rollout(env: Any, params: Any, key_reset: jax.Array, keys: Any, actions: Any):
+    """``env.reset`` then one ``env.step`` per ``(key, action)``: the reset outputs and, per
+    step, the step's outputs and ``space.contains`` of the observations and actions."""
     obs_space, act_space = env.observation_space(params), env.action_space(params)
-    k_reset, k_act, k_step1, k_step2 = jax.random.split(key, 4)
+    obs0, state0 = env.reset(key_reset, params)
 
-    obs, state = env.reset(k_reset, params)
-    try:
-        assert_in_space(obs_space, obs, "reset observation")
-        action = act_space.sample(k_act)
-        assert_in_space(act_space, action, "sampled action")
-    except AssertionError as err:
-        _fail(env, prop, str(err))
+    def body(carry, xs):
+        _, state = carry
+        k, action = xs
+        next_obs, next_state, reward, terminated, truncated, info = env.step(
+            k, state, action, params
+        )
+        final = info.get("final_observation", next_obs) if isinstance(info, Mapping) else next_obs
+        record = {
+            "next_obs": next_obs,
+            "next_state": next_state,
+            "reward": reward,
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": info,
+            "action": action,
+            "next_obs_in_space": _space_contains(obs_space, next_obs),
+            "final_obs_in_space": _space_contains(obs_space, final),
+            "action_in_space": _space_contains(act_space, action),
+        }
+        return (next_obs, next_state), record
 
-    time = getattr(state, "time", None)
-    if time is not None and (jnp.shape(time) != () or jnp.result_type(time) != jnp.int32):
-        _fail(env, prop, f"state.time is {_aval(time)}, want int32[]")
+    _, record = jax.lax.scan(body, (obs0, state0), (keys, actions))
+    return {"obs0": obs0, "state0": state0, "obs0_in_space": _space_contains(obs_space, obs0)} | (
+        record
+    )
 
-    n_agents = env.num_agents if is_multi_agent(env) else None
-    reward_shape = () if n_agents is None else (n_agents,)
-    out1 = env.step(k_step1, state, action, params)
-    out2 = env.step(k_step2, out1[1], action, params)
-    for i, out in enumerate((out1, out2), start=1):
-        step_obs, step_state, reward, terminated, truncated, info = out
-        try:
-            assert_in_space(obs_space, step_obs, f"observation after step {i}")
-        except AssertionError as err:
-            _fail(env, prop, str(err))
-        for what, x, shape, dtype in (
-            ("reward", reward, reward_shape, jnp.float32),
-            ("terminated", terminated, (), jnp.bool_),
-            ("truncated", truncated, (), jnp.bool_),
-        ):
-            if jnp.shape(x) != shape or jnp.result_type(x) != dtype:
-                _fail(env, prop, f"{what} is {_aval(x)}, want {jnp.dtype(dtype)}{list(shape)}")
-        if not isinstance(info, Mapping):
-            _fail(env, prop, f"info must be a dict, got {type(info).__name__}")
-        missing = GYMNAX_INFO_KEYS - set(info)
-        if missing:
-            _fail(env, prop, f"info lacks {sorted(missing)}")
-    if jax.tree.structure(out1[5]) != jax.tree.structure(out2[5]):
-        _fail(env, prop, f"info structure changes between steps: {out1[5]} vs {out2[5]}")
-    shapes = [
-        jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), o[5]) for o in (out1, out2)
-    ]
-    if shapes[0] != shapes[1]:
-        _fail(env, prop, f"info leaf shapes/dtypes change between steps: {shapes}")
-    if jax.tree.structure(out1[1]) != jax.tree.structure(state):
-        _fail(env, prop, "state pytree structure differs between reset and step")
 
-    traj = rollout(env, params, key, num_steps)
-    for what, flags, values, space in (
-        ("observation", traj.obs_in_space, traj.obs, obs_space),
-        ("observation after step", traj.next_obs_in_space, traj.next_obs, obs_space),
+def _trajectories(env: Any, sizes: _Sizes, flags: _Flags, params: Any, key: jax.Array) -> dict:
+    """Part ``traj``: random-action and NaN/inf-action trajectories, critic observations."""
+    out: dict[str, Any] = {}
+    act_space = env.action_space(params)
+    sample_n = jax.vmap(act_space.sample)
+
+    # Trajectories through env.step: random actions (the keys and draws of `rollout`), then
+    # NaN/inf actions clipped as ClipAction clips them, then (hordax envs) raw.
+    T = max(sizes.rollout_steps, sizes.nonfinite_steps if flags.nonfinite else 0)
+    key_reset, key_steps = jax.random.split(key)
+    k_act, k_step = jnp.moveaxis(jax.vmap(jax.random.split)(jax.random.split(key_steps, T)), 1, 0)
+    actions = [sample_n(k_act)]
+    if flags.nonfinite:
+        raw = nonfinite_actions(act_space, T)
+        actions.append(jax.vmap(lambda a: clip_action(a, act_space))(raw))
+        if flags.nonfinite == 2:
+            actions.append(raw)
+    out["traj"] = jax.vmap(
+        functools.partial(_scenario_rollout, env), in_axes=(None, None, None, 0)
+    )(params, key_reset, k_step, jnp.stack(actions))
+    if flags.critic:
+        states = jax.tree.map(lambda x: x[0], out["traj"]["next_state"])
+        crit = jax.vmap(env.critic_observation, in_axes=(0, None))(states, params)
+        space = env.critic_observation_space(params)
+        out["critic"] = crit
+        out["critic_in_space"] = jax.vmap(lambda x: _space_contains(space, x))(crit)
+    return out
+
+
+def _terminal(env: Any, sizes: _Sizes, flags: _Flags, params: Any, key: jax.Array) -> dict:
+    """Part ``terminal``: the time-limit records."""
+    p_term = _with_max_steps(params, sizes.terminal_max_steps)
+    return {"terminal": _terminal_impl(env, p_term, key, sizes.terminal_steps)}
+
+
+def _batches(env: Any, sizes: _Sizes, flags: _Flags, params: Any, key: jax.Array) -> dict:
+    """Part ``vmap``: the vmapped steps, the pooled batch and their un-vmapped reference."""
+    out: dict[str, Any] = {}
+    act_space = env.action_space(params)
+    sample_n = jax.vmap(act_space.sample)
+
+    # vmap over states (slots 0..N-1: own keys and actions, max_steps=vmap_max_steps) and over
+    # params (slots N..2N-1: perturbed floats, one key and action for all), in one batch.
+    N = sizes.vmap_envs
+    kv_reset, kv_act, kv_step = jax.random.split(key, 3)
+    p_states = _with_max_steps(params, sizes.vmap_max_steps)
+    p_perturbed, _ = perturb_params(params, N, sizes.vmap_scale)
+    instances = [p_states] * N + [_slot(p_perturbed, i, _float_axes(params)) for i in range(N)]
+    batched = jax.tree.map(_is_float_leaf, params)
+    if not jax.tree.leaves(batched) or not any(jax.tree.leaves(batched)):
+        batched = jax.tree.map(lambda _: True, params)  # no float field: every leaf batched
+    batched = batched.replace(max_steps_in_episode=True)
+    axes = jax.tree.map(lambda b: 0 if b else None, batched)
+    v_params = jax.tree.map(
+        lambda b, *xs: jnp.stack([jnp.asarray(x) for x in xs]) if b else xs[0],
+        batched,
+        *instances,
+    )
+    v_reset_keys = jnp.concatenate([jax.random.split(kv_reset, N), jnp.stack([kv_reset] * N)])
+    steps = range(sizes.vmap_steps)
+    v_keys = jnp.stack(
+        [
+            jnp.concatenate(
+                [jax.random.split(jax.random.fold_in(kv_step, t), N)]
+                + [jax.random.fold_in(kv_step, t)[None]] * N
+            )
+            for t in steps
+        ]
+    )
+    v_actions = _stack(
+        [
+            _concat(
+                [sample_n(jax.random.split(jax.random.fold_in(kv_act, t), N))]
+                + [jax.tree.map(lambda a: a[None], act_space.sample(jax.random.fold_in(kv_act, t)))]
+                * N
+            )
+            for t in steps
+        ]
+    )
+    v_obs, v_states = jax.vmap(env.reset, in_axes=(0, axes))(v_reset_keys, v_params)
+    vstep = jax.vmap(env.step, in_axes=(0, 0, 0, axes))
+
+    def v_body(states, xs):
+        o = vstep(xs[0], states, xs[1], v_params)
+        return o[1], o
+
+    _, v_outs = jax.lax.scan(v_body, v_states, (v_keys, v_actions))
+    out["vmap"] = {"reset": (v_obs, v_states), "steps": v_outs}
+
+    # The batch layer: VecEnv with a pool of reset_pool resets per step.
+    nb = sizes.batch_envs if flags.no_reset_step else 0
+    if nb:
+        p_batch = _with_max_steps(params, sizes.batch_max_steps)
+        out["batch"] = _batch_impl(
+            env, p_batch, key, nb, sizes.batch_steps, sizes.reset_pool
+        )  # (state0, keys, actions, outputs)
+        b_keys = jax.vmap(lambda k: jax.random.split(jax.random.split(k)[1], nb))(out["batch"][1])
+
+    # The un-vmapped reference: slots = vmap slots (2N), then the batch slots; each slot
+    # steps alone (lax.map: the step's code sees one env, unbatched).
+    Tr = max(sizes.vmap_steps, sizes.batch_steps if nb else 0)
+    pad = lambda x, n: jnp.concatenate([x, jnp.repeat(x[-1:], Tr - n, 0)]) if Tr > n else x  # noqa: E731
+    pad_tree = lambda t, n: jax.tree.map(lambda x: pad(x, n), t)  # noqa: E731
+    r_params = _stack([*instances] + ([p_batch] * nb if nb else []))
+    r_obs0, r_state0 = jax.lax.map(
+        lambda a: env.reset(a[0], a[1]),
+        (v_reset_keys, jax.tree.map(lambda x: x[: 2 * N], r_params)),
+    )
+    r_keys = [pad(v_keys, len(steps))]
+    r_actions = [pad_tree(v_actions, len(steps))]
+    init = r_state0
+    if nb:
+        state0_b, _, actions_b, _ = out["batch"]
+        r_keys.append(pad(b_keys, sizes.batch_steps))
+        r_actions.append(pad_tree(actions_b, sizes.batch_steps))
+        init = _concat([r_state0, state0_b])
+    r_keys = jnp.concatenate(r_keys, axis=1)
+    r_actions = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *r_actions)
+
+    def r_body(states, xs):
+        keys_t, actions_t = xs
+        o = jax.lax.map(
+            lambda a: env.step(a[0], a[1], a[2], a[3]), (keys_t, states, actions_t, r_params)
+        )
+        return o[1], o
+
+    _, r_outs = jax.lax.scan(r_body, init, (r_keys, r_actions))
+    out["reference"] = {"reset": (r_obs0, r_state0), "steps": r_outs, "actions": r_actions}
+    return out
+
+
+#: The program's parts: what computes them and which sizes they depend on.
+_PARTS = {
+    "traj": (_trajectories, ("rollout_steps", "nonfinite_steps")),
+    "terminal": (_terminal, ("terminal_max_steps", "terminal_steps")),
+    "vmap": (
+        _batches,
         (
-            'info["final_observation"]',
-            traj.final_obs_in_space,
-            traj.info["final_observation"],
-            obs_space,
+            "vmap_envs", "vmap_steps", "vmap_max_steps", "vmap_scale", "batch_envs",
+            "batch_steps", "batch_max_steps", "reset_pool",
         ),
-        ("sampled action", traj.action_in_space, traj.action, act_space),
-    ):
-        _first_outside(env, prop, flags, values, space, what)
-    errors = _space_layout_errors(obs_space, traj.next_obs, (num_steps,), "observation")
-    errors += _space_layout_errors(act_space, traj.action, (num_steps,), "action")
-    if errors:
-        _fail(env, prop, "; ".join(errors))
+    ),
+}  # fmt: skip
+
+
+@functools.cache
+def _compiled_part(env: Any, part: str, sizes: _Sizes, flags: _Flags) -> Any:
+    return jax.jit(functools.partial(_PARTS[part][0], env, sizes, flags))
+
+
+_DATA: collections.OrderedDict = collections.OrderedDict()
+_DATA_KEPT = 6  # an env's checks run one after another (the contract suite orders them so)
+
+
+def _contract_data(env: Any, params: Any, key: jax.Array, part: str, **sizes: Any) -> dict:
+    """Part ``part`` of the contract program's outputs on the host (numpy), computed once per
+    (env, params, key, the sizes it depends on) while among the newest :data:`_DATA_KEPT`."""
+    _, depends = _PARTS[part]
+    sz = _Sizes(**{k: v for k, v in sizes.items() if k in depends})
+    flags = _flags(env, params)
+    cache_key = (id(env), id(params), _to_np(key).tobytes(), part, sz)
+    if cache_key in _DATA:
+        _DATA.move_to_end(cache_key)
+        return _DATA[cache_key][2]
+    data = jax.device_get(_compiled_part(env, part, sz, flags)(params, key))
+    _DATA[cache_key] = (env, params, data)  # the objects keep their ids valid
+    while len(_DATA) > _DATA_KEPT:
+        _DATA.popitem(last=False)
+    return data
+
+
+def _is_key(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _float_axes(params: Any) -> Any:
+    return jax.tree.map(lambda x: 0 if _is_float_leaf(x) else None, params)
+
+
+def _trajectory(data: dict, scenario: int = 0, num_steps: int | None = None) -> Trajectory:
+    """Scenario ``scenario`` of the program's trajectories as a :class:`Trajectory` (its
+    first ``num_steps`` steps)."""
+    t = jax.tree.map(lambda x: x[scenario], data["traj"])
+    n = num_steps or len(t["reward"])
+    first = lambda x: x[:n]  # noqa: E731
+
+    def before(x0, xs):  # [x0, xs[0], .., xs[n - 2]]: what each step started from
+        cat = jnp.concatenate if _is_key(xs) else np.concatenate
+        return cat([x0[None], xs[: n - 1]])
+
+    return Trajectory(
+        obs=jax.tree.map(before, t["obs0"], t["next_obs"]),
+        state=jax.tree.map(before, t["state0"], t["next_state"]),
+        action=jax.tree.map(first, t["action"]),
+        next_obs=jax.tree.map(first, t["next_obs"]),
+        next_state=jax.tree.map(first, t["next_state"]),
+        reward=first(t["reward"]),
+        terminated=first(t["terminated"]),
+        truncated=first(t["truncated"]),
+        info=jax.tree.map(first, t["info"]),
+        obs_in_space=before(t["obs0_in_space"], t["next_obs_in_space"]),
+        next_obs_in_space=first(t["next_obs_in_space"]),
+        final_obs_in_space=first(t["final_obs_in_space"]),
+        action_in_space=first(t["action_in_space"]),
+    )
 
 
 # --------------------------------------------------------------------------------------------
-# 3. determinism
+# helpers of the checks
 
 
 class _Untraced:
@@ -571,68 +753,6 @@ class _Untraced:
         if fn is None:
             return self.inner.step(key, state, action, params)
         return fn(self.inner, key, state, action, params)
-
-
-def check_determinism(
-    env: Any, params: Any = None, key: jax.Array | None = None, num_steps: int = ROLLOUT_STEPS
-) -> None:
-    """Same key -> bitwise-identical ``num_steps`` trajectory, from two separate traces.
-
-    The default length reuses the compiled rollout of the other checks (any length >= 50 is
-    a meaningful test).
-
-    The second run traces ``reset_env``/``step_env`` afresh (bypassing the jit cache of the
-    env's own ``reset``/``step``), so host-side randomness baked in at trace time
-    (``np.random`` in ``step_env``) is caught too.
-    """
-    params, key = _params(env, params), _key(key)
-    first = rollout(env, params, key, num_steps)
-    fresh = functools.partial(_rollout_impl, _Untraced(env), num_steps=num_steps, actions=None)
-    second = jax.jit(fresh)(params, key)
-    try:
-        assert_trees_close(second, first, "trajectory (run 2 vs run 1)", exact=True)
-    except AssertionError as err:
-        _fail(env, "determinism", str(err))
-
-
-def check_jit_matches_eager(
-    env: Any,
-    params: Any = None,
-    key: jax.Array | None = None,
-    num_steps: int = 4,
-    max_steps: int = 2,
-) -> None:
-    """Jitted ``reset``/``step`` equal the same calls under ``jax.disable_jit()`` (atol 1e-5).
-
-    Uses ``max_steps_in_episode=max_steps`` so the auto-reset branch is exercised too.
-    """
-    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
-    keys = jax.random.split(key, 2 * num_steps + 1)
-    space = env.action_space(params)
-    actions = [space.sample(k) for k in keys[1 : num_steps + 1]]
-    step_keys = keys[num_steps + 1 :]
-
-    def run():
-        outs = [env.reset(keys[0], params)]
-        state = outs[0][1]
-        for k, a in zip(step_keys, actions, strict=True):
-            outs.append(env.step(k, state, a, params))
-            state = outs[-1][1]
-        return outs
-
-    jitted = run()
-    with jax.disable_jit():
-        eager = run()
-    try:
-        assert_trees_close(eager[0], jitted[0], "reset (eager vs jit)", **_TOL)
-        for t in range(1, num_steps + 1):
-            assert_trees_close(eager[t], jitted[t], f"step {t} (eager vs jit)", **_TOL)
-    except AssertionError as err:
-        _fail(env, "jit_matches_eager", str(err))
-
-
-# --------------------------------------------------------------------------------------------
-# 4. vmap
 
 
 def _is_float_leaf(x: Any) -> bool:
@@ -668,6 +788,253 @@ def _none_leaf(x: Any) -> bool:
     return x is None
 
 
+# --------------------------------------------------------------------------------------------
+# 1. tracing
+
+
+def check_traces_once(
+    env: Any, params: Any = None, key: jax.Array | None = None, num_calls: int = 4
+) -> None:
+    """``jax.jit(chex.assert_max_traces(fn, n=1))`` of ``reset`` and ``step`` over new inputs.
+
+    Calls reset with ``num_calls`` keys and chains ``num_calls`` steps (each on the state the
+    previous one returned). A second trace means an input's abstract value changed, most
+    often a state leaf whose dtype or weak type differs between ``reset`` and ``step``. The
+    calls are abstract (``jax.eval_shape`` of the jitted functions: a trace, no compile);
+    jit's trace cache decides a retrace exactly as it does for a concrete call.
+    """
+    params, key = _params(env, params), _key(key)
+    tag = f"{_name(env)}_{next(_fresh_tag)}".replace("-", "_")
+
+    # chex counts traces per (call stack, source, __name__): a unique name per call.
+    def reset_fn(k, p):
+        return env.reset(k, p)
+
+    def step_fn(k, s, a, p):
+        return env.step(k, s, a, p)
+
+    reset_fn.__name__, step_fn.__name__ = f"reset_{tag}", f"step_{tag}"
+    reset = jax.jit(chex.assert_max_traces(reset_fn, n=1))
+    step = jax.jit(chex.assert_max_traces(step_fn, n=1))
+    keys = jax.random.split(key, 3 * num_calls)
+    try:
+        for k in keys[:num_calls]:
+            _, state = jax.eval_shape(reset, k, params)
+    except AssertionError as err:
+        _fail(env, "traces_once", f"jitted reset traced more than once: {str(err).splitlines()[0]}")
+    space = env.action_space(params)
+    state0 = state
+    try:
+        for i in range(num_calls):
+            action = jax.eval_shape(space.sample, keys[num_calls + i])
+            _, state, *_ = jax.eval_shape(step, keys[2 * num_calls + i], state, action, params)
+    except AssertionError as err:
+        changed = [
+            f"{path}: {_aval(a)} after reset -> {_aval(b)} after step"
+            for (path, a), (_, b) in zip(_flat(state0)[0], _flat(state)[0], strict=True)
+            if _aval(a) != _aval(b)
+        ]
+        _fail(
+            env,
+            "traces_once",
+            f"jitted step traced more than once over {num_calls} chained calls; state leaves "
+            f"whose abstract value changes: {changed or 'none found'} "
+            f"({str(err).splitlines()[0]})",
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# 2. spaces, dtypes, info structure
+
+
+def _assert_flag_in_space(space: Any, traj: Trajectory, field: str, flags: Any, what: str):
+    """:func:`assert_in_space` of step 0 of ``traj.<field>``, with the program's
+    ``space.contains`` flag of it."""
+    x = _step_at(getattr(traj, field), 0)
+    errors = _space_layout_errors(space, x, (), what)
+    if errors:
+        raise AssertionError("; ".join(errors))
+    if not bool(np.asarray(flags)[0]):
+        raise AssertionError(f"{what} is outside {space!r}: {_to_np(x)!r}")
+
+
+def check_spaces_and_dtypes(
+    env: Any, params: Any = None, key: jax.Array | None = None, num_steps: int = ROLLOUT_STEPS
+) -> None:
+    """Obs/actions inside their spaces with matching shape and dtype; reward, flags, time, info.
+
+    Asserted at reset, at every step of a ``num_steps`` random rollout (through auto-resets)
+    and on ``info["final_observation"]``: ``bool(observation_space(params).contains(obs))``;
+    sampled actions inside ``action_space``; reward ``float32`` of shape ``()`` (multi-agent
+    ``(n_agents,)``); ``terminated``/``truncated`` ``bool[]``; ``state.time`` ``int32[]``;
+    ``info`` pytree structure and leaf shapes identical across steps (the first two steps,
+    abstractly: the second starts from the first's state).
+    """
+    prop = "spaces_and_dtypes"
+    params, key = _params(env, params), _key(key)
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    traj = _trajectory(
+        _contract_data(env, params, key, "traj", rollout_steps=num_steps), 0, num_steps
+    )
+    try:
+        _assert_flag_in_space(obs_space, traj, "obs", traj.obs_in_space, "reset observation")
+        _assert_flag_in_space(act_space, traj, "action", traj.action_in_space, "sampled action")
+    except AssertionError as err:
+        _fail(env, prop, str(err))
+
+    k_reset, k_act, k_step1, k_step2 = jax.random.split(key, 4)
+    obs, state = jax.eval_shape(env.reset, k_reset, params)
+    time = getattr(state, "time", None)
+    if time is not None and (jnp.shape(time) != () or jnp.result_type(time) != jnp.int32):
+        _fail(env, prop, f"state.time is {_aval(time)}, want int32[]")
+
+    n_agents = env.num_agents if is_multi_agent(env) else None
+    reward_shape = () if n_agents is None else (n_agents,)
+    action = jax.eval_shape(act_space.sample, k_act)
+    out1 = jax.eval_shape(env.step, k_step1, state, action, params)
+    out2 = jax.eval_shape(env.step, k_step2, out1[1], action, params)
+    for out in (out1, out2):
+        _, _, reward, terminated, truncated, info = out
+        for what, x, shape, dtype in (
+            ("reward", reward, reward_shape, jnp.float32),
+            ("terminated", terminated, (), jnp.bool_),
+            ("truncated", truncated, (), jnp.bool_),
+        ):
+            if jnp.shape(x) != shape or jnp.result_type(x) != dtype:
+                _fail(env, prop, f"{what} is {_aval(x)}, want {jnp.dtype(dtype)}{list(shape)}")
+        if not isinstance(info, Mapping):
+            _fail(env, prop, f"info must be a dict, got {type(info).__name__}")
+        missing = GYMNAX_INFO_KEYS - set(info)
+        if missing:
+            _fail(env, prop, f"info lacks {sorted(missing)}")
+    if jax.tree.structure(out1[5]) != jax.tree.structure(out2[5]):
+        _fail(env, prop, f"info structure changes between steps: {out1[5]} vs {out2[5]}")
+    shapes = [jax.tree.map(lambda x: (x.shape, x.dtype), o[5]) for o in (out1, out2)]
+    if shapes[0] != shapes[1]:
+        _fail(env, prop, f"info leaf shapes/dtypes change between steps: {shapes}")
+    if jax.tree.structure(out1[1]) != jax.tree.structure(state):
+        _fail(env, prop, "state pytree structure differs between reset and step")
+
+    for what, flags, values, space in (
+        ("observation", traj.obs_in_space, traj.obs, obs_space),
+        ("observation after step", traj.next_obs_in_space, traj.next_obs, obs_space),
+        (
+            'info["final_observation"]',
+            traj.final_obs_in_space,
+            traj.info["final_observation"],
+            obs_space,
+        ),
+        ("sampled action", traj.action_in_space, traj.action, act_space),
+    ):
+        _first_outside(env, prop, flags, values, space, what)
+    errors = _space_layout_errors(obs_space, traj.next_obs, (num_steps,), "observation")
+    errors += _space_layout_errors(act_space, traj.action, (num_steps,), "action")
+    if errors:
+        _fail(env, prop, "; ".join(errors))
+
+
+# --------------------------------------------------------------------------------------------
+# 3. determinism
+
+
+def check_determinism(
+    env: Any, params: Any = None, key: jax.Array | None = None, num_steps: int = ROLLOUT_STEPS
+) -> None:
+    """Same key -> bitwise-identical ``num_steps`` trajectory, from two separate traces.
+
+    The second trace traces ``reset_env``/``step_env`` afresh (bypassing the jit cache of the
+    env's own ``reset``/``step``), so host-side randomness baked in at trace time
+    (``np.random`` in ``step_env``) is caught too. Two fresh traces that lower to the same
+    program (the same StableHLO text, constants included) compute the same trajectory, so
+    then no second program is compiled: the contract program's trajectory is computed again
+    (a run-time difference shows there) and compared. Traces that differ are compiled and
+    their trajectories compared, naming the first leaf that differs.
+    """
+    params, key = _params(env, params), _key(key)
+    first = _trajectory(
+        _contract_data(env, params, key, "traj", rollout_steps=num_steps), 0, num_steps
+    )
+    sizes = _Sizes(rollout_steps=num_steps)
+    again = jax.device_get(_compiled_part(env, "traj", sizes, _flags(env, params))(params, key))
+    try:
+        assert_trees_close(
+            _trajectory(again, 0, num_steps), first, "trajectory (run 2 vs run 1)", exact=True
+        )
+    except AssertionError as err:
+        _fail(env, "determinism", str(err))
+
+    def fresh_trace():
+        fn = functools.partial(_rollout_impl, _Untraced(env), num_steps=num_steps, actions=None)
+        return jax.jit(fn).lower(params, key)
+
+    if fresh_trace().as_text() == fresh_trace().as_text():
+        return
+    second = jax.jit(
+        functools.partial(_rollout_impl, _Untraced(env), num_steps=num_steps, actions=None)
+    )(params, key)
+    try:
+        assert_trees_close(
+            second, rollout(env, params, key, num_steps), "trajectory (run 2 vs run 1)", exact=True
+        )
+    except AssertionError as err:
+        _fail(env, "determinism", str(err))
+
+
+def check_jit_matches_eager(
+    env: Any,
+    params: Any = None,
+    key: jax.Array | None = None,
+    num_steps: int = 4,
+    max_steps: int = 2,
+) -> None:
+    """Jitted ``reset``/``step`` equal the same calls under ``jax.disable_jit()`` (atol 1e-5).
+
+    Uses ``max_steps_in_episode=max_steps`` so the auto-reset branch is exercised too. The
+    jitted side is the env's own jitted ``reset``/``step`` (the programs that users call), not
+    the contract program: a step inside that larger program fuses floats differently, and
+    eager vs jit is about the env's own programs.
+    """
+    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
+    keys = jax.random.split(key, 2 * num_steps + 1)
+    space = env.action_space(params)
+    actions = [space.sample(k) for k in keys[1 : num_steps + 1]]
+    step_keys = keys[num_steps + 1 :]
+
+    def run():
+        outs = [env.reset(keys[0], params)]
+        state = outs[0][1]
+        for k, a in zip(step_keys, actions, strict=True):
+            outs.append(env.step(k, state, a, params))
+            state = outs[-1][1]
+        return outs
+
+    jitted = run()
+    with jax.disable_jit():
+        eager = run()
+    try:
+        assert_trees_close(eager[0], jitted[0], "reset (eager vs jit)", **_TOL)
+        for t in range(1, num_steps + 1):
+            assert_trees_close(eager[t], jitted[t], f"step {t} (eager vs jit)", **_TOL)
+    except AssertionError as err:
+        _fail(env, "jit_matches_eager", str(err))
+
+
+# --------------------------------------------------------------------------------------------
+# 4. vmap
+
+
+def _vmap_pairs(data: dict, first_slot: int, num_envs: int, num_steps: int):
+    """``(what, vmapped, single)`` of the reset and every step of the vmap slots
+    ``first_slot ..`` (vmapped: the program's vmap batch; single: its un-vmapped reference)."""
+    v, r = data["vmap"], data["reference"]
+    for i in range(num_envs):
+        yield "reset", i, _slot(v["reset"], first_slot + i), _slot(r["reset"], first_slot + i)
+    for t in range(num_steps):
+        for i in range(num_envs):
+            vs, rs = _step_at(v["steps"], t), _step_at(r["steps"], t)
+            yield f"step {t + 1}", i, _slot(vs, first_slot + i), _slot(rs, first_slot + i)
+
+
 def check_vmap_states(
     env: Any,
     params: Any = None,
@@ -679,29 +1046,16 @@ def check_vmap_states(
     """``jax.vmap(env.step)`` over ``num_envs`` keys/states equals ``num_envs`` separate calls.
 
     ``max_steps_in_episode=max_steps`` < ``num_steps`` puts an auto-reset inside the batch.
+    The separate calls are the contract program's un-vmapped reference (a ``lax.map`` over
+    the envs: the step's code sees one env).
     """
-    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
-    k_reset, k_act, k_step = jax.random.split(key, 3)
-    space = env.action_space(params)
-    vreset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
-    vstep = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
-    reset_keys = jax.random.split(k_reset, num_envs)
-    obs, states = vreset(reset_keys, params)
-    singles = [env.reset(reset_keys[i], params) for i in range(num_envs)]
+    params, key = _params(env, params), _key(key)
+    _with_max_steps(params, max_steps)  # the time limit is a params field
+    sizes = {"vmap_envs": num_envs, "vmap_steps": num_steps, "vmap_max_steps": max_steps}
+    data = _contract_data(env, params, key, "vmap", **sizes)
     try:
-        for i in range(num_envs):
-            assert_trees_close(_slot((obs, states), i), singles[i], f"vmap reset, env {i}", **_TOL)
-        for t in range(num_steps):
-            keys = jax.random.split(jax.random.fold_in(k_step, t), num_envs)
-            actions = jax.vmap(space.sample)(
-                jax.random.split(jax.random.fold_in(k_act, t), num_envs)
-            )
-            batched = vstep(keys, states, actions, params)
-            for i in range(num_envs):
-                single = env.step(keys[i], singles[i][1], _slot(actions, i), params)
-                assert_trees_close(_slot(batched, i), single, f"vmap step {t + 1}, env {i}", **_TOL)
-                singles[i] = single
-            states = batched[1]
+        for what, i, batched, single in _vmap_pairs(data, 0, num_envs, num_steps):
+            assert_trees_close(batched, single, f"vmap {what}, env {i}", **_TOL)
     except AssertionError as err:
         _fail(env, "vmap_states", str(err))
 
@@ -723,39 +1077,22 @@ def check_vmap_params(
     """
     prop = "vmap_params"
     params, key = _params(env, params), _key(key)
-    batched_params, axes = perturb_params(params, num_envs, scale)
-    perturbed = bool(jax.tree.leaves(axes))
-    if not perturbed:  # no float field (e.g. grid layouts): vmap over identical copies
-        batched_params = jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * num_envs), params)
-        axes = jax.tree.map(lambda _: 0, params)
-    k_reset, k_act, k_step = jax.random.split(key, 3)
-    vreset = jax.jit(jax.vmap(env.reset, in_axes=(None, axes)))
-    vstep = jax.jit(jax.vmap(env.step, in_axes=(None, 0, None, axes)))
-    each = [_slot(batched_params, i, axes) for i in range(num_envs)]
-    obs, states = vreset(k_reset, batched_params)
-    singles = [env.reset(k_reset, each[i]) for i in range(num_envs)]
-    history = [[singles[i]] for i in range(num_envs)]
-    space = env.action_space(params)
+    _with_max_steps(params, 1)  # the time limit is a params field
+    sizes = {"vmap_envs": num_envs, "vmap_steps": num_steps, "vmap_scale": scale}
+    data = _contract_data(env, params, key, "vmap", **sizes)
     try:
-        for i in range(num_envs):
-            assert_trees_close(
-                _slot((obs, states), i), singles[i], f"vmap-over-params reset, params {i}", **_TOL
-            )
-        for t in range(num_steps):
-            k, action = jax.random.fold_in(k_step, t), space.sample(jax.random.fold_in(k_act, t))
-            batched = vstep(k, states, action, batched_params)
-            for i in range(num_envs):
-                single = env.step(k, singles[i][1], action, each[i])
-                assert_trees_close(
-                    _slot(batched, i), single, f"vmap-over-params step {t + 1}, params {i}", **_TOL
-                )
-                singles[i] = single
-                history[i].append(single[:3])
-            states = batched[1]
+        for what, i, batched, single in _vmap_pairs(data, num_envs, num_envs, num_steps):
+            assert_trees_close(batched, single, f"vmap-over-params {what}, params {i}", **_TOL)
     except AssertionError as err:
         _fail(env, prop, str(err))
-    if not perturbed:  # nothing differs between the instances to compare
+    if not jax.tree.leaves(_float_axes(params)):  # nothing differs between the instances
         return
+    r = data["reference"]
+    history = [
+        [_slot(r["reset"], num_envs + i)]
+        + [_slot(_step_at(r["steps"], t), num_envs + i)[:3] for t in range(num_steps)]
+        for i in range(num_envs)
+    ]
     for i in range(1, num_envs):
         try:
             assert_trees_close(history[i], history[0], "", exact=True)
@@ -797,10 +1134,12 @@ def check_terminal_semantics(
     ``terminated`` and ``truncated`` may both be true).
     """
     prop = "terminal_semantics"
-    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
+    params, key = _params(env, params), _key(key)
+    _with_max_steps(params, max_steps)  # the time limit is a params field
     if not _uses_gymnax_step(env):
         _fail(env, prop, "env overrides step(); this check covers gymnax's inherited step")
-    rec = jax.device_get(terminal_rollout(env, params, key, num_steps))
+    sizes = {"terminal_max_steps": max_steps, "terminal_steps": num_steps}
+    rec = _contract_data(env, params, key, "terminal", **sizes)["terminal"]
     obs, state, reward, terminated, truncated, info = rec.out
     done = np.asarray(terminated) | np.asarray(truncated)
     has_time = hasattr(rec.state_st, "time")
@@ -869,7 +1208,9 @@ def check_hordax_info(
     """
     prop = "hordax_info"
     params, key = _params(env, params), _key(key)
-    info = rollout(env, params, key, num_steps).info
+    info = _trajectory(
+        _contract_data(env, params, key, "traj", rollout_steps=num_steps), 0, num_steps
+    ).info
     multi = is_multi_agent(env)
     allowed = HORDAX_INFO_KEYS | GYMNAX_INFO_KEYS | (MULTI_AGENT_INFO_KEYS if multi else set())
     if set(info) != allowed:
@@ -885,7 +1226,7 @@ def check_hordax_info(
         if not isinstance(terms, dict) or not all(isinstance(k, str) for k in terms):
             _fail(env, prop, f'info["{group}"] must be a dict with str keys, got {terms!r}')
         for name, value in terms.items():
-            if not isinstance(value, jax.Array):
+            if not isinstance(value, np.ndarray | jax.Array):
                 _fail(env, prop, f'info["{group}"]["{name}"] is {type(value).__name__}')
             shape = tuple(value.shape[1:])
             if value.dtype != jnp.float32 or shape not in shapes:
@@ -909,8 +1250,10 @@ def check_fresh_resets(
     reset is random (``env.random_reset``, default True).
     """
     prop = "fresh_resets"
-    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
-    rec = jax.device_get(terminal_rollout(env, params, key, num_steps))
+    params, key = _params(env, params), _key(key)
+    _with_max_steps(params, max_steps)  # the time limit is a params field
+    sizes = {"terminal_max_steps": max_steps, "terminal_steps": num_steps}
+    rec = _contract_data(env, params, key, "terminal", **sizes)["terminal"]
     _, state, _, terminated, truncated, _ = rec.out
     done = np.asarray(terminated) | np.asarray(truncated)
     starts = [_step_at(rec.prev_state, 0)] + [_step_at(state, t) for t in np.flatnonzero(done)]
@@ -924,7 +1267,7 @@ def check_fresh_resets(
     # Memory-S8, 20 starts) may repeat a start by chance, so only "all alike" fails.
     def same(i: int, j: int) -> bool:
         return all(
-            np.array_equal(a, b)
+            np.array_equal(_to_np(a), _to_np(b))
             for (_, a), (_, b) in zip(leaves(starts[i]), leaves(starts[j]), strict=True)
         )
 
@@ -936,8 +1279,7 @@ def check_fresh_resets(
         )
 
 
-@functools.partial(jax.jit, static_argnames=("env", "num_envs", "num_steps", "reset_pool"))
-def batch_rollout(
+def _batch_impl(
     env: Any, params: Any, key: jax.Array, num_envs: int, num_steps: int, reset_pool: int
 ) -> tuple:
     """``num_steps`` random-action steps of ``VecEnv(env, num_envs, reset_pool=reset_pool)``.
@@ -962,6 +1304,10 @@ def batch_rollout(
     return state0, keys, actions, outs
 
 
+#: :func:`_batch_impl` as its own jitted program (the checks read the contract program).
+batch_rollout = jax.jit(_batch_impl, static_argnames=("env", "num_envs", "num_steps", "reset_pool"))
+
+
 def check_batch_resets(
     env: Any,
     params: Any = None,
@@ -977,27 +1323,41 @@ def check_batch_resets(
     slots one pool round at a time; with ``max_steps_in_episode=max_steps`` every env
     truncates together, so rounds overflow. Asserted: the env supports the no-reset step
     (it uses gymnax's inherited ``step``); every output (obs, state, reward, flags, info with
-    ``final_observation``) equals one ``env.step`` per slot on the slot's key (floats to
+    ``final_observation``; a multi-agent ``VecEnv``'s ``info["next_agent_mask"]`` equals
+    ``env.agent_mask`` of the slot's returned state) equals one ``env.step`` per slot on the
+    slot's key (floats to
     1e-5: the two programs may fuse float arithmetic differently; the random draws are the
-    same); some step ended more than ``reset_pool`` episodes; and (``env.random_reset``) the
-    slots reset on that step did not all start alike. The reference reuses the compiled
-    ``env.step`` of the other checks, so this check compiles one program.
+    same; the per-slot steps are the contract program's un-vmapped reference); some step
+    ended more than ``reset_pool`` episodes; and (``env.random_reset``) the slots reset on
+    that step did not all start alike.
     """
     prop = "batch_resets"
-    params, key = _with_max_steps(_params(env, params), max_steps), _key(key)
+    params, key = _params(env, params), _key(key)
+    _with_max_steps(params, max_steps)  # the time limit is a params field
     if not supports_step_no_reset(env):
         _fail(env, prop, "env overrides step(): VecEnv cannot step it without the reset")
-    state0, keys, actions, outs = batch_rollout(env, params, key, num_envs, num_steps, reset_pool)
-    outs = jax.device_get(outs)
-    singles = [_slot(state0, i) for i in range(num_envs)]
+    sizes = {
+        "batch_envs": num_envs,
+        "batch_steps": num_steps,
+        "batch_max_steps": max_steps,
+        "reset_pool": reset_pool,
+    }
+    data = _contract_data(env, params, key, "vmap", **sizes)
+    _, _, _, outs = data["batch"]
+    first = 2 * _Sizes().vmap_envs  # the batch slots of the reference
+    ref = data["reference"]["steps"]
     try:
         for t in range(num_steps):
-            slot_keys = jax.random.split(jax.random.split(keys[t])[1], num_envs)
             for i in range(num_envs):
-                single = env.step(slot_keys[i], singles[i], _slot(actions[t], i), params)
+                single = _slot(_step_at(ref, t), first + i)
                 where = f"step {t + 1}, env {i}: pooled vs in-step reset"
-                assert_trees_close(_slot(_step_at(outs, t), i), single, where, **_TOL)
-                singles[i] = single[1]
+                pooled = _slot(_step_at(outs, t), i)
+                info = dict(pooled[5])
+                if "next_agent_mask" in info:  # VecEnv's own: the returned state's agent_mask
+                    mask = info.pop("next_agent_mask")
+                    expected = np.asarray(env.agent_mask(single[1], params))
+                    assert np.array_equal(mask, expected), f"{where}: next_agent_mask"
+                assert_trees_close((*pooled[:5], info), single, where, **_TOL)
     except AssertionError as err:
         _fail(env, prop, str(err))
     done = np.asarray(outs[3]) | np.asarray(outs[4])
@@ -1007,7 +1367,7 @@ def check_batch_resets(
     if not getattr(env, "random_reset", True):
         return
     starts = [
-        [x for p, x in _flat(_slot(_step_at(outs[1], t), i))[0] if not p.endswith(".time")]
+        [_to_np(x) for p, x in _flat(_slot(_step_at(outs[1], t), i))[0] if not p.endswith(".time")]
         for i in np.flatnonzero(done[t])
     ]
     if all(
@@ -1044,7 +1404,9 @@ def check_finite(
 ) -> None:
     """``chex.assert_tree_all_finite`` over obs, state and reward of a random-action episode."""
     params, key = _params(env, params), _key(key)
-    traj = rollout(env, params, key, num_steps)
+    traj = _trajectory(
+        _contract_data(env, params, key, "traj", rollout_steps=num_steps), 0, num_steps
+    )
     tree = {
         "obs": traj.next_obs,
         "state": traj.next_state,
@@ -1075,15 +1437,22 @@ def check_nonfinite_actions(
 
     Box action spaces only; observations must also stay inside the observation space. With
     ``wrap=False`` the actions go to the env itself (hordax envs clip inside ``step_env``:
-    DESIGN.md, NaN actions are never silently propagated into state).
+    DESIGN.md, NaN actions are never silently propagated into state). The actions
+    (:func:`nonfinite_actions`, cycling over ``max(num_steps, ROLLOUT_STEPS)`` steps) are the
+    contract program's second trajectory (clipped as ``ClipAction`` clips them) or, for a
+    hordax env, its third (unclipped); for another env unwrapped they get their own program.
     """
     prop = "nonfinite_actions"
     params, key = _params(env, params), _key(key)
     space = env.action_space(params)
     if not has_box_actions(env, params):
         _fail(env, prop, f"needs a float Box action space, got {space!r}")
-    target = _clip_wrapped(env) if wrap else env
-    traj = rollout(target, params, key, num_steps, nonfinite_actions(space, num_steps))
+    if wrap or is_hordax_env(env):
+        data = _contract_data(env, params, key, "traj", nonfinite_steps=num_steps)
+        traj = _trajectory(data, 1 if wrap else 2)
+    else:  # not among the program's trajectories
+        steps = max(num_steps, ROLLOUT_STEPS)
+        traj = jax.device_get(rollout(env, params, key, steps, nonfinite_actions(space, steps)))
     tree = {"obs": traj.next_obs, "state": traj.next_state, "reward": traj.reward}
     how = "through ClipAction" if wrap else "given to the env unwrapped"
     _assert_finite(env, prop, tree, f"NaN/inf actions {how}")
@@ -1111,7 +1480,9 @@ def check_multi_agent(
         _fail(env, prop, f"num_agents={n!r}, want an int >= 1")
     if len(env.agents) != n:
         _fail(env, prop, f"len(agents)={len(env.agents)} != num_agents={n}")
-    traj = rollout(env, params, key, num_steps)
+    traj = _trajectory(
+        _contract_data(env, params, key, "traj", rollout_steps=num_steps), 0, num_steps
+    )
     checks = [("reward", traj.reward, (n,), jnp.float32)]
     checks += [("terminated", traj.terminated, (), jnp.bool_)]
     checks += [("truncated", traj.truncated, (), jnp.bool_)]
@@ -1137,7 +1508,7 @@ def check_multi_agent(
                 )
     _check_teams(env, params, traj)
     if has_critic_observation(env):
-        check_critic_observation(env, params, key)
+        check_critic_observation(env, params, key, num_steps)
 
 
 def _check_teams(env: Any, params: Any, traj: Trajectory) -> None:
@@ -1208,11 +1579,6 @@ def _check_teams(env: Any, params: Any, traj: Trajectory) -> None:
             )
 
 
-@functools.partial(jax.jit, static_argnames=("env",))
-def _critic_obs(env: Any, states: Any, params: Any) -> Any:
-    return jax.vmap(env.critic_observation, in_axes=(0, None))(states, params)
-
-
 def check_critic_observation(
     env: Any, params: Any = None, key: jax.Array | None = None, num_steps: int = ROLLOUT_STEPS
 ) -> None:
@@ -1224,8 +1590,7 @@ def check_critic_observation(
     if not has_critic_observation(env):
         _fail(env, prop, "env has no critic_observation(state, params) and its space")
     space = env.critic_observation_space(params)
-    traj = rollout(env, params, key, num_steps)
-    crit = _critic_obs(env, traj.next_state, params)
+    crit = _contract_data(env, params, key, "traj", rollout_steps=num_steps)["critic"][:num_steps]
     if is_multi_agent(env) and (len(space.shape) < 1 or space.shape[0] != env.num_agents):
         _fail(env, prop, f"space shape {space.shape} lacks the leading agent axis {env.num_agents}")
     errors = _space_layout_errors(space, crit, (num_steps,), "critic observation")
@@ -1233,18 +1598,19 @@ def check_critic_observation(
         _fail(env, prop, "; ".join(errors))
     if not np.all(np.isfinite(_to_np(crit))):
         _fail(env, prop, "critic observation is not finite")
-    inside = np.asarray(jax.vmap(lambda x: _space_contains(space, x))(crit))
+    inside = _contract_data(env, params, key, "traj", rollout_steps=num_steps)["critic_in_space"]
+    inside = np.asarray(inside)[:num_steps]
     if not inside.all():
         _fail(env, prop, f"critic observation at step {int(np.argmin(inside))} outside {space!r}")
 
 
 def check_render(env: Any, params: Any = None, key: jax.Array | None = None) -> None:
-    """``env.render(state, params)`` returns ``uint8[H, W, 3]`` after reset and after a step."""
+    """``env.render(state, params)`` returns ``uint8[H, W, 3]`` after reset and after a step
+    (the states of the contract program's random-action trajectory)."""
     params, key = _params(env, params), _key(key)
-    k_reset, k_act, k_step = jax.random.split(key, 3)
-    _, state = env.reset(k_reset, params)
-    action = env.action_space(params).sample(k_act)
-    stepped = env.step(k_step, state, action, params)[1]
+    traj = _contract_data(env, params, key, "traj")["traj"]
+    state = jax.tree.map(lambda x: x[0], traj["state0"])
+    stepped = jax.tree.map(lambda x: x[0, 0], traj["next_state"])
     for when, s in (("after reset", state), ("after a step", stepped)):
         frame = np.asarray(env.render(s, params))
         if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[-1] != 3 or 0 in frame.shape:

@@ -48,3 +48,39 @@ def _release_compiled_programs():
     if _RELEASE_AT is not None and _map_count() > _RELEASE_AT:
         jax.clear_caches()
         gc.collect()
+
+
+#: The env contract suite: its tests run in groups of one env id each (see below).
+CONTRACT_FILE = "tests/contract/test_env_contract.py"
+
+
+def _env_id(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("env_id") if callspec is not None else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How the suite is spread over xdist workers (pyproject: ``--dist loadgroup``).
+
+    A test file is one group (it runs on one worker, so its module fixtures, compiled
+    programs, are built once), except the env contract suite: one group per env id, so its
+    env classes spread over every worker. Inside it the checks of one env run one after
+    another: they read one compiled program (``hordax.testing``), whose outputs are kept for
+    the newest few envs only.
+    """
+    first = next((i for i, it in enumerate(items) if it.nodeid.startswith(CONTRACT_FILE)), None)
+    if first is not None:
+        last = max(i for i, it in enumerate(items) if it.nodeid.startswith(CONTRACT_FILE))
+        block = items[first : last + 1]
+        if all(it.nodeid.startswith(CONTRACT_FILE) for it in block):
+            order = {
+                env: n for n, env in enumerate(dict.fromkeys(filter(None, map(_env_id, block))))
+            }
+            block.sort(key=lambda it: order.get(_env_id(it), len(order)))  # stable
+            items[first : last + 1] = block
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            path = item.nodeid.split("::")[0]
+            env_id = _env_id(item) if path == CONTRACT_FILE else None
+            item.add_marker(pytest.mark.xdist_group(f"contract:{env_id}" if env_id else path))

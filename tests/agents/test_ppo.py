@@ -70,11 +70,34 @@ def test_cnn_torso__acts_on_image_and_grid_observations(obs_shape):
     assert conv["Conv_0"]["kernel"].shape[-1] == 4 and conv["Conv_1"]["kernel"].shape[-1] == 8
 
 
+def test_shared_torso__one_network_whose_outputs_agree_across_methods():
+    """shared_torso: one parameter tree with a policy and a value output on one torso;
+    act, act_greedy, log_prob and value read the same network."""
+    cfg = PPOConfig(network=NetworkConfig(torso="grid", shared_torso=True, hidden_sizes=[32]))
+    agent = make_agent(cfg, (7, 7, 2), spaces.Discrete(6), num_updates=1)
+    state = agent.init(jax.random.key(0))
+    assert set(state.params) == {"actor_critic"}
+    tree = state.params["actor_critic"]["params"]
+    assert set(tree) == {"GridTorso_0", "_ActionOut_0", "Dense_0"}  # torso, policy, value
+    obs = jax.random.randint(jax.random.key(1), (5, 7, 7, 2), 0, 12).astype(jnp.uint8)
+    action, extras = agent.act(state, obs, jax.random.key(2))
+    assert action.shape == (5,) and extras["value"].shape == (5,)
+    np.testing.assert_allclose(extras["value"], agent.value(state, obs), atol=1e-6)
+    np.testing.assert_allclose(extras["log_prob"], agent.log_prob(state, obs, action), atol=1e-6)
+    (logits, _), _ = agent._dist_value(state.params, obs)
+    np.testing.assert_array_equal(agent.act_greedy(state, obs), jnp.argmax(logits, -1))
+
+
+@pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,))])
-def test_update__raises_probability_of_advantaged_actions(space):
+def test_update__raises_probability_of_advantaged_actions(space, shared):
     """One PPO update on a batch where action a* has advantage +1 makes a* more likely."""
     cfg = PPOConfig(
-        normalize_advantages=False, anneal_lr=False, learning_rate=1e-2, num_minibatches=2
+        normalize_advantages=False,
+        anneal_lr=False,
+        learning_rate=1e-2,
+        num_minibatches=2,
+        network=NetworkConfig(shared_torso=shared),
     )
     agent = make_agent(cfg, (4,), space, num_updates=1)
     state = agent.init(jax.random.key(0))

@@ -68,12 +68,15 @@ GRU = NetworkConfig(hidden_sizes=[32], rnn_size=32)
 AGENT = PPOConfig(num_minibatches=4, num_epochs=4, learning_rate=3e-3, ent_coef=0.003, network=GRU)
 
 
-def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values():
-    """Unrolling the batch from carry0 with its resets gives the acting-time numbers."""
+@pytest.mark.parametrize("shared", [False, True])
+def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values(shared):
+    """Unrolling the batch from carry0 with its resets gives the acting-time numbers (one
+    GRU per network, or one shared GRU)."""
     env = Cue()
     trainer_cfg = TrainerConfig(num_envs=8, rollout_length=11, total_env_steps=88 * 3, num_chunks=1)
+    agent_cfg = dataclasses.replace(AGENT, network=dataclasses.replace(GRU, shared_torso=shared))
     trainer = PPOTrainer(
-        trainer_cfg, AGENT, env, env.default_params, resolve(TrainConfig(trainer=trainer_cfg))
+        trainer_cfg, agent_cfg, env, env.default_params, resolve(TrainConfig(trainer=trainer_cfg))
     )
     state = trainer.init(jax.random.key(0))
     state, _ = jax.jit(trainer.update)(state)  # carries now mid-episode, not zero
@@ -109,7 +112,8 @@ def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values():
     log_prob, _, value, flat = agent._forward(state.agent.params, batch)
     np.testing.assert_allclose(log_prob, flat.log_prob, atol=1e-5)
     np.testing.assert_allclose(value, flat.value, atol=1e-5)
-    assert float(jnp.abs(state.carry["actor"]).max()) > 0
+    assert set(state.carry) == ({"actor_critic"} if shared else {"actor", "critic"})
+    assert all(float(jnp.abs(c).max()) > 0 for c in state.carry.values())
 
 
 def _train(network: NetworkConfig, seed: int = 0) -> float:
@@ -153,5 +157,5 @@ def test_grid_torso__embeds_codes_and_clips_out_of_vocabulary():
     big = grid.at[1, 2, 2, 0].set(99)
     edge = grid.at[1, 2, 2, 0].set(3)
     np.testing.assert_allclose(agent.value(state, big), agent.value(state, edge), atol=1e-6)
-    emb = state.params["critic"]["params"]["GridEmbed_0"]
-    assert emb["embed_0"]["embedding"].shape == (4, 3) and "embed_1" in emb
+    emb = state.params["critic"]["params"]["GridTorso_0"]
+    assert emb["embed_0"].shape == (4, 3) and "embed_1" in emb

@@ -93,7 +93,8 @@ def test_update__bootstraps_from_final_observation_on_truncation(monkeypatch, tr
     """The value targets use V(info['final_observation']) rows at truncated steps.
 
     With max_steps_in_episode=3 every 3rd step truncates; we capture compute_gae's
-    next_value argument and compare it with the critic evaluated on final observations.
+    next_value argument and compare it with the critic evaluated on every final observation
+    (what the trainer computed before it reused the rollout's values).
     """
     import hordax.training.trainers.ppo as op
 
@@ -120,8 +121,19 @@ def test_update__bootstraps_from_final_observation_on_truncation(monkeypatch, tr
     trn = captured["transitions"]
     assert bool(jnp.any(trn.truncated)), "max_steps=3 must truncate inside a 16-step rollout"
     T, B = trn.reward.shape
+    # more truncations than the B rows one round of bootstrap_values evaluates
+    assert int(jnp.sum(trn.truncated)) > B
     expect = tr.agent.value(state.agent, trn.next_obs.reshape((T * B, -1))).reshape((T, B))
-    np.testing.assert_allclose(captured["next_value"], expect, rtol=1e-6)
+    # V(s_{t+1}) of every step GAE bootstraps from (all but terminations, whose next value
+    # it multiplies by 0) is the critic on the true next observation
+    used = ~np.asarray(trn.terminated)
+    got = np.asarray(captured["next_value"])
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got[used], np.asarray(expect)[used], rtol=1e-5, atol=1e-6)
+    args = (trn.reward, trn.extras["value"])
+    flags = (trn.terminated, trn.truncated, AGENT.gamma, AGENT.gae_lambda)
+    for a, b in zip(real_gae(*args, got, *flags), real_gae(*args, expect, *flags), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     # At truncated steps the next obs is the pre-reset one, not the next row's reset obs.
     t, b = map(int, np.argwhere(np.asarray(trn.truncated))[0])
     if t + 1 < T:

@@ -13,7 +13,9 @@ from gymnax.environments import spaces
 
 from hordax.agents import distributions as dist
 from hordax.agents.networks import (
+    ActorCriticHead,
     PolicyHead,
+    RecurrentActorCriticHead,
     RecurrentPolicyHead,
     RecurrentValueHead,
     ValueHead,
@@ -37,7 +39,8 @@ TRACED_HPARAMS = ("learning_rate", "ent_coef", "vf_coef", "clip_eps", "gae_lambd
 class PPOState:
     """Agent state.
 
-    ``params = {"actor": ..., "critic": ...}``; ``opt_state``: gradient clipping and Adam's
+    ``params = {"actor": ..., "critic": ...}`` (``{"actor_critic": ...}`` with
+    ``network.shared_torso``); ``opt_state``: gradient clipping and Adam's
     moments; ``hparams``: :data:`TRACED_HPARAMS` as ``f32[]`` scalars; ``step``: ``i32[]``
     optimizer steps taken (drives learning-rate annealing).
     """
@@ -78,7 +81,7 @@ class RecurrentPPOBatch:
     advantage: jax.Array  # [T, B]
     target: jax.Array  # [T, B]
     reset: jax.Array  # bool [T, B]: the step starts an episode (zero the GRU carry first)
-    carry0: dict  # {"actor": [B, H], "critic": [B, H]}: carries at the rollout's start
+    carry0: dict  # {"actor": [B, H], "critic": [B, H]} (shared: {"actor_critic": [B, H]})
 
 
 def actor_input(obs: Any) -> jax.Array:
@@ -94,7 +97,8 @@ def critic_input(obs: Any) -> jax.Array:
 
 
 class PPOAgent:
-    """PPO for ``Discrete`` or ``Box`` action spaces (one actor and one critic network).
+    """PPO for ``Discrete`` or ``Box`` action spaces: one actor and one critic network, or
+    one network with a policy and a value output (``network.shared_torso``).
 
     Observations are arrays, or ``{"actor": ..., "critic": ...}`` pairs: the actor reads
     ``"actor"``, the critic ``"critic"`` (``obs_shape`` is then the dict of both shapes).
@@ -123,12 +127,24 @@ class PPOAgent:
         else:
             raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
         self.recurrent = int(config.network.rnn_size) > 0
-        if self.recurrent:
-            self.actor = RecurrentPolicyHead(config.network, self.action_dim, self.continuous)
-            self.critic = RecurrentValueHead(config.network)
+        self.shared = bool(config.network.shared_torso)
+        if self.shared and isinstance(self.obs_shape, dict):
+            # One torso cannot read two observations: the critic's would be ignored.
+            raise ValueError(
+                "agent.network.shared_torso=true: not available with critic observations "
+                "(agent.critic_obs / mappo); allowed: false"
+            )
+        net, n, cont = config.network, self.action_dim, self.continuous
+        if self.shared:
+            head = RecurrentActorCriticHead if self.recurrent else ActorCriticHead
+            self.networks = {"actor_critic": head(net, n, cont)}
+        elif self.recurrent:
+            self.networks = {
+                "actor": RecurrentPolicyHead(net, n, cont),
+                "critic": RecurrentValueHead(net),
+            }
         else:
-            self.actor = PolicyHead(config.network, self.action_dim, self.continuous)
-            self.critic = ValueHead(config.network)
+            self.networks = {"actor": PolicyHead(net, n, cont), "critic": ValueHead(net)}
         self.total_steps = max(1, num_updates * config.num_epochs * config.num_minibatches)
         # Adam without its learning rate: the (traced, per-member) rate is applied in
         # ``update`` so that a population can vmap over it.
@@ -142,29 +158,34 @@ class PPOAgent:
 
     # --- acting -------------------------------------------------------------------------
     def init(self, key: jax.Array) -> PPOState:
-        key_actor, key_critic = jax.random.split(key)
         dummy = jax.tree.map(
             lambda s: jnp.zeros((1, *s), jnp.float32),
             self.obs_shape,
             is_leaf=lambda x: isinstance(x, tuple),
         )
+        keys = dict(zip(self.networks, jax.random.split(key, len(self.networks)), strict=True))
         if self.recurrent:
             seq, reset, carry = dummy[None], jnp.zeros((1, 1), bool), self.initial_carry(1)
-            params = {
-                "actor": self.actor.init(key_actor, seq, reset, carry["actor"]),
-                "critic": self.critic.init(key_critic, seq, reset, carry["critic"]),
-            }
+            params = {k: m.init(keys[k], seq, reset, carry[k]) for k, m in self.networks.items()}
         else:
-            params = {
-                "actor": self.actor.init(key_actor, actor_input(dummy)),
-                "critic": self.critic.init(key_critic, critic_input(dummy)),
-            }
+            inputs = {"actor_critic": actor_input(dummy), "actor": actor_input(dummy)}
+            inputs["critic"] = critic_input(dummy)
+            params = {k: m.init(keys[k], inputs[k]) for k, m in self.networks.items()}
         hparams = {k: jnp.float32(getattr(self.config, k)) for k in TRACED_HPARAMS}
         return PPOState(params, self.optimizer.init(params), hparams, jnp.int32(0))
 
-    def _dist(self, actor_params: Any, obs: Any) -> tuple[jax.Array, jax.Array | None]:
-        out, log_std = self.actor.apply(actor_params, actor_input(obs))
-        return out, log_std
+    def _dist(self, params: Any, obs: Any) -> tuple[jax.Array, jax.Array | None]:
+        """The policy output ``(logits or mean [B, n], log_std)`` on ``obs [B, ...]``."""
+        if self.shared:
+            return self.networks["actor_critic"].apply(params["actor_critic"], actor_input(obs))[0]
+        return self.networks["actor"].apply(params["actor"], actor_input(obs))
+
+    def _dist_value(self, params: Any, obs: Any) -> tuple[tuple, jax.Array]:
+        """``((out, log_std), value [B])`` on ``obs [B, ...]``: one torso pass when shared."""
+        if self.shared:
+            return self.networks["actor_critic"].apply(params["actor_critic"], actor_input(obs))
+        value = self.networks["critic"].apply(params["critic"], critic_input(obs))
+        return self._dist(params, obs), value
 
     def _log_prob_entropy(self, out: jax.Array, log_std: Any, action: jax.Array):
         """Log-probability and entropy ``[N]`` of ``action`` under ``(out [N, n], log_std)``."""
@@ -188,58 +209,73 @@ class PPOAgent:
         return dist.categorical_mode(out)
 
     def act(self, state: PPOState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict]:
-        out, log_std = self._dist(state.params["actor"], obs)
+        (out, log_std), value = self._dist_value(state.params, obs)
         action, log_prob = self._sample(out, log_std, key)
-        return action, {"log_prob": log_prob, "value": self.value(state, obs)}
+        return action, {"log_prob": log_prob, "value": value}
 
     def act_greedy(self, state: PPOState, obs: jax.Array) -> jax.Array:
-        return self._mode(self._dist(state.params["actor"], obs)[0])
+        return self._mode(self._dist(state.params, obs)[0])
 
     def log_prob(self, state: PPOState, obs: jax.Array, action: jax.Array) -> jax.Array:
         """``log pi(action | obs)`` ``[B]`` (feed-forward agents)."""
-        out, log_std = self._dist(state.params["actor"], obs)
+        out, log_std = self._dist(state.params, obs)
         return self._log_prob_entropy(out, log_std, action)[0]
 
     def value(self, state: PPOState, obs: Any) -> jax.Array:
-        return self.critic.apply(state.params["critic"], critic_input(obs))
+        """``V(obs)`` ``[B]`` (the critic reads ``obs["critic"]`` of a pair)."""
+        if self.shared:
+            return self._dist_value(state.params, obs)[1]
+        return self.networks["critic"].apply(state.params["critic"], critic_input(obs))
 
     # --- recurrent acting (network.rnn_size > 0) -----------------------------------------
     def initial_carry(self, batch_size: int) -> dict[str, jax.Array]:
-        """Zero GRU carries ``{"actor": f32[B, H], "critic": f32[B, H]}``."""
+        """Zero GRU carries ``f32[B, H]``, one per network: ``{"actor", "critic"}`` (or
+        ``{"actor_critic"}`` when shared)."""
         h = jnp.zeros((batch_size, int(self.config.network.rnn_size)), jnp.float32)
-        return {"actor": h, "critic": h}
+        return {k: h for k in self.networks}
+
+    def _unroll(self, params: Any, obs: jax.Array, reset: jax.Array, carry: dict):
+        """The recurrent networks over ``obs [T, B, ...]`` from ``carry`` (zeroed where
+        ``reset [T, B]``) -> ``((out [T, B, n], log_std), value [T, B], carry)``."""
+        if self.shared:
+            dist_out, value, c = self.networks["actor_critic"].apply(
+                params["actor_critic"], obs, reset, carry["actor_critic"]
+            )
+            return dist_out, value, {"actor_critic": c}
+        dist_out, c_actor = self.networks["actor"].apply(
+            params["actor"], obs, reset, carry["actor"]
+        )
+        value, c_critic = self.networks["critic"].apply(
+            params["critic"], obs, reset, carry["critic"]
+        )
+        return dist_out, value, {"actor": c_actor, "critic": c_critic}
 
     def act_recurrent(
         self, state: PPOState, obs: jax.Array, key: jax.Array, carry: dict, reset: jax.Array
     ) -> tuple[jax.Array, dict, dict]:
         """One step: ``obs [B, ...]``, ``reset bool[B]`` (the step starts an episode: carries
         are zeroed first) -> ``(action, extras {log_prob, value}, carry after obs)``."""
-        (out, log_std), c_actor = self.actor.apply(
-            state.params["actor"], obs[None], reset[None], carry["actor"]
-        )
-        value, c_critic = self.critic.apply(
-            state.params["critic"], obs[None], reset[None], carry["critic"]
-        )
+        (out, log_std), value, carry = self._unroll(state.params, obs[None], reset[None], carry)
         action, log_prob = self._sample(out[0], log_std, key)
-        return (
-            action,
-            {"log_prob": log_prob, "value": value[0]},
-            {
-                "actor": c_actor,
-                "critic": c_critic,
-            },
-        )
+        return action, {"log_prob": log_prob, "value": value[0]}, carry
 
     def value_recurrent(self, state: PPOState, obs: jax.Array, carry: dict) -> jax.Array:
         """``V(obs) [B]`` continuing the critic's ``carry`` (no reset): the value of the true
         next observation, for bootstrapping through truncation."""
         no_reset = jnp.zeros((1, obs.shape[0]), bool)
-        return self.critic.apply(state.params["critic"], obs[None], no_reset, carry["critic"])[0][0]
+        if self.shared:
+            return self._unroll(state.params, obs[None], no_reset, carry)[1][0]
+        return self.networks["critic"].apply(
+            state.params["critic"], obs[None], no_reset, carry["critic"]
+        )[0][0]
 
     def act_greedy_recurrent(
         self, state: PPOState, obs: jax.Array, carry: dict, reset: jax.Array
     ) -> tuple[jax.Array, dict]:
-        (out, _), c_actor = self.actor.apply(
+        if self.shared:
+            (out, _), _, carry = self._unroll(state.params, obs[None], reset[None], carry)
+            return self._mode(out[0]), carry
+        (out, _), c_actor = self.networks["actor"].apply(
             state.params["actor"], obs[None], reset[None], carry["actor"]
         )
         return self._mode(out[0]), {**carry, "actor": c_actor}
@@ -249,11 +285,9 @@ class PPOAgent:
         """``(log_prob, entropy, value, mb flattened to rows)`` of a minibatch; a recurrent
         minibatch ``[T, b]`` is unrolled from its ``carry0`` with its resets."""
         if not self.recurrent:
-            out, log_std = self._dist(params["actor"], mb.obs)
-            value = self.critic.apply(params["critic"], critic_input(mb.obs))
+            (out, log_std), value = self._dist_value(params, mb.obs)
             return (*self._log_prob_entropy(out, log_std, mb.action), value, mb)
-        (out, log_std), _ = self.actor.apply(params["actor"], mb.obs, mb.reset, mb.carry0["actor"])
-        value, _ = self.critic.apply(params["critic"], mb.obs, mb.reset, mb.carry0["critic"])
+        (out, log_std), value, _ = self._unroll(params, mb.obs, mb.reset, mb.carry0)
         T, b = mb.reset.shape
         rows = lambda x: x.reshape((T * b, *x.shape[2:]))  # noqa: E731
         flat = PPOBatch(*(rows(getattr(mb, f)) for f in _SEQ_FIELDS))

@@ -65,71 +65,105 @@ def ray_directions(height: int, width: int, hfov: float = math.radians(87.0)) ->
     return d / jnp.linalg.norm(d, axis=-1, keepdims=True)
 
 
-def _sphere_hit(o, d, c, r):
-    """Nearest t > 0 of ray o + t d (|d| = 1) with a sphere; inf if none."""
-    oc = o - c
-    b = jnp.sum(oc * d, -1)
-    cc = jnp.sum(oc * oc, -1) - r * r
-    disc = b * b - cc
+def _axes(v: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Split ``[..., 3]`` into three ``[...]`` arrays (structure of arrays: every per-pixel
+    operation below is then elementwise, which XLA fuses into one loop over the pixels)."""
+    return v[..., 0], v[..., 1], v[..., 2]
+
+
+def _safe_inv(x: jax.Array) -> jax.Array:
+    return 1.0 / jnp.where(jnp.abs(x) > 1e-12, x, 1e-12)
+
+
+def _slab_range(o, inv, lo, hi):
+    """Entry and exit t of rays ``o + t d`` through the box ``[lo, hi]`` (slab method); ``o``,
+    ``lo``, ``hi`` are 3-tuples of scalars, ``inv`` a 3-tuple of per-pixel ``1 / d``."""
+    near, far = None, None
+    for a in range(3):
+        ta, tb = (lo[a] - o[a]) * inv[a], (hi[a] - o[a]) * inv[a]
+        lo_t, hi_t = jnp.minimum(ta, tb), jnp.maximum(ta, tb)
+        near = lo_t if near is None else jnp.maximum(near, lo_t)
+        far = hi_t if far is None else jnp.minimum(far, hi_t)
+    return near, far
+
+
+def _slot_hit(o, d, inv, inv_axy, kind, center, size):
+    """Nearest ``t > 0`` of the rays with one obstacle slot (inf where none), per pixel.
+
+    Spheres and vertical cylinders are one quadric: ``|m (o + t d - c)|^2 = r^2`` with
+    ``m = (1, 1, 1)`` for a sphere and ``(1, 1, 0)`` for a cylinder, so ``a = 1`` (unit rays)
+    or ``a = d_x^2 + d_y^2`` (its inverse ``inv_axy`` is precomputed per pixel). Boxes use the
+    slab test with the per-pixel ``inv = 1 / d``. Both are evaluated (the kind is data, and
+    under ``vmap`` a branch would be a select anyway) and the slot's kind picks one.
+    """
+    is_sphere = kind == SPHERE
+    ocx, ocy = o[0] - center[0], o[1] - center[1]
+    ocz = jnp.where(is_sphere, o[2] - center[2], 0.0)
+    r = size[0]
+    b = ocx * d[0] + ocy * d[1] + ocz * d[2]
+    a = jnp.where(is_sphere, 1.0, d[0] * d[0] + d[1] * d[1])
+    inv_a = jnp.where(is_sphere, 1.0, inv_axy)
+    # b^2 - a c = a (r^2 - h^2), h = distance from the centre (axis) to the ray's line: the
+    # textbook b^2 - a c cancels two numbers ~|oc|^2 and loses digits at grazing rays
+    s = b * inv_a
+    px, py = ocx - s * d[0], ocy - s * d[1]
+    pz = jnp.where(is_sphere, ocz - s * d[2], 0.0)
+    disc = a * (r * r - (px * px + py * py + pz * pz))
     sq = jnp.sqrt(jnp.maximum(disc, 0.0))
-    t0, t1 = -b - sq, -b + sq
-    t = jnp.where(t0 > 0, t0, t1)
-    return jnp.where((disc >= 0) & (t > 0), t, jnp.inf)
+    t0, t1 = (-b - sq) * inv_a, (-b + sq) * inv_a
+    tq = jnp.where(t0 > 0, t0, t1)
+    quad_ok = (a > 1e-12) & (disc >= 0) & (tq > 0)
+    lo = tuple(center[i] - size[i] for i in range(3))
+    hi = tuple(center[i] + size[i] for i in range(3))
+    near, far = _slab_range(o, inv, lo, hi)
+    tb = jnp.where(near > 0, near, far)
+    box_ok = (near <= far) & (tb > 0)
+    is_box = kind == BOX
+    t = jnp.where(is_box, tb, tq)
+    return jnp.where(jnp.where(is_box, box_ok, quad_ok), t, jnp.inf)
 
 
-def _cylinder_hit(o, d, c, r):
-    """Vertical infinite cylinder: the sphere test in the xy plane, scaled by |d_xy|."""
-    dxy = d[..., :2]
-    a = jnp.sum(dxy * dxy, -1)
-    oc = o[..., :2] - c[..., :2]
-    b = jnp.sum(oc * dxy, -1)
-    cc = jnp.sum(oc * oc, -1) - r * r
-    disc = b * b - a * cc
-    sq = jnp.sqrt(jnp.maximum(disc, 0.0))
-    safe_a = jnp.where(a > 1e-12, a, 1.0)
-    t0, t1 = (-b - sq) / safe_a, (-b + sq) / safe_a
-    t = jnp.where(t0 > 0, t0, t1)
-    return jnp.where((a > 1e-12) & (disc >= 0) & (t > 0), t, jnp.inf)
-
-
-def _slabs(o, d, lo, hi):
-    """Entry and exit t of a ray through an axis-aligned box (slab method)."""
-    inv = 1.0 / jnp.where(jnp.abs(d) > 1e-12, d, 1e-12)
-    ta, tb = (lo - o) * inv, (hi - o) * inv
-    t_near = jnp.max(jnp.minimum(ta, tb), -1)
-    t_far = jnp.min(jnp.maximum(ta, tb), -1)
-    return t_near, t_far
-
-
-def _box_hit(o, d, c, half):
-    t_near, t_far = _slabs(o, d, c - half, c + half)
-    t = jnp.where(t_near > 0, t_near, t_far)
-    return jnp.where((t_near <= t_far) & (t > 0), t, jnp.inf)
-
-
-def ray_cast(origin: jax.Array, dirs: jax.Array, scene: Scene) -> jax.Array:
+def ray_cast(
+    origin: jax.Array, dirs: jax.Array, scene: Scene, num_slots: jax.Array | int | None = None
+) -> jax.Array:
     """Distance ``f32[...]`` along each unit ray ``dirs [..., 3]`` from ``origin [3]``.
 
     Room walls/floor/ceiling are hit from inside (exit distance of the room box); every
     active obstacle slot is tested with its kind's intersection and the nearest hit wins.
+    ``num_slots`` (default: all ``K``) bounds the slots looked at: slots ``>= num_slots``
+    must be inactive (Navigate's active slots come first, so it passes its obstacle
+    count and skips the inactive ones instead of computing and discarding them).
     """
-    o = origin
-    room = _slabs(o, dirs, scene.room_lo, scene.room_hi)[1]
+    return _cast(_axes(origin), _axes(dirs), scene, num_slots)
+
+
+GROUP = 4  # obstacle slots per pass over the pixels (see _cast)
+
+
+def _cast(o, d, scene: Scene, num_slots) -> jax.Array:
+    inv = tuple(_safe_inv(x) for x in d)
+    axy = d[0] * d[0] + d[1] * d[1]
+    inv_axy = 1.0 / jnp.where(axy > 1e-12, axy, 1.0)
+    room = _slab_range(o, inv, _axes(scene.room_lo), _axes(scene.room_hi))[1]
     room = jnp.where(room > 0, room, jnp.inf)
+    k = scene.kind.shape[0]
 
-    def one(kind, center, size, active):
-        r = size[0]
-        t = jnp.where(
-            kind == SPHERE,
-            _sphere_hit(o, dirs, center, r),
-            jnp.where(
-                kind == CYLINDER, _cylinder_hit(o, dirs, center, r), _box_hit(o, dirs, center, size)
-            ),
-        )
-        return jnp.where(active, t, jnp.inf)
+    def group(g, t_min):
+        # GROUP slots unrolled: one fused pass over the pixels keeps the running minimum
+        # in registers (a pass per slot would stream every per-pixel array through memory
+        # once per slot, which dominates on CPU at thousands of envs).
+        for j in range(GROUP):
+            i = g * GROUP + j
+            slot = jnp.minimum(i, k - 1)
+            t = _slot_hit(
+                o, d, inv, inv_axy, scene.kind[slot], scene.center[slot], scene.size[slot]
+            )
+            t_min = jnp.minimum(t_min, jnp.where((i < k) & scene.active[slot], t, jnp.inf))
+        return t_min
 
-    hits = jax.vmap(one)(scene.kind, scene.center, scene.size, scene.active)  # [K, ...]
-    return jnp.minimum(room, jnp.min(hits, axis=0))
+    upper = k if num_slots is None else jnp.minimum(num_slots, k)
+    # With a traced ``num_slots`` the trip count skips groups of inactive slots.
+    return jax.lax.fori_loop(0, (upper + GROUP - 1) // GROUP, group, room)
 
 
 def depth_image(
@@ -139,10 +173,17 @@ def depth_image(
     scene: Scene,
     min_range: jax.Array,
     max_range: jax.Array,
+    num_slots: jax.Array | int | None = None,
 ) -> jax.Array:
-    """Normalized depth ``f32[H, W]`` in ``[min_range / max_range, 1]`` (noise-free)."""
-    dirs = dirs_body @ rot.T  # body -> world for every pixel
-    t = ray_cast(pos, dirs, scene)
+    """Normalized depth ``f32[H, W]`` in ``[min_range / max_range, 1]`` (noise-free).
+
+    ``dirs_body [H, W, 3]`` are the body-frame rays (:func:`ray_directions`); ``rot [3, 3]``
+    maps body to world; ``num_slots`` as in :func:`ray_cast`.
+    """
+    bx, by, bz = _axes(dirs_body)
+    # body -> world per pixel, written out so that it fuses with the ray tests
+    d = tuple(rot[i, 0] * bx + rot[i, 1] * by + rot[i, 2] * bz for i in range(3))
+    t = _cast(_axes(pos), d, scene, num_slots)
     return jnp.clip(t, min_range, max_range) / max_range
 
 

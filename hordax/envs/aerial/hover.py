@@ -47,6 +47,9 @@ class HoverParams:
     ground_z: jax.Array = 0.0  # m, at or below: crash
     crash_reward: jax.Array = -20.0
     success_radius: jax.Array = 0.1  # m, for the "success" metric only
+    # Optional terms of Aerial Gym's sim2real setpoint task (0 = off, the base task's reward):
+    precision_gain: jax.Array = 0.0  # x exp(-50 d): a sharp peak that pays for centimetres
+    progress_scale: jax.Array = 0.0  # x (d_prev - d) per step: "getting closer" (its 400)
 
 
 class Hover(Environment[HoverState, HoverParams]):
@@ -60,7 +63,11 @@ class Hover(Environment[HoverState, HoverParams]):
       ``controllers``); NaN entries act as 0, +-inf and out-of-range values are clipped.
     - reward (Aerial Gym): with ``d = |target - pos|``, ``pos = 3 exp(-8 d^2) + 2 exp(-4 d^2)``,
       ``dist = (20 - d) / 40``, ``up = 0.2 / (0.1 + tilt^2)``, ``spin = 3 / (1 + |w|^2)``:
-      ``pos + dist + pos (up + spin)``; a crash step gives ``crash_reward`` (-20) instead.
+      ``pos + dist + pos (up + spin)``, plus two optional terms of Aerial Gym's sim2real
+      setpoint task, off by default: ``precision_gain exp(-50 d)`` (the base terms are flat
+      near ``d = 0``, so they barely pay for the last 10 cm) and
+      ``progress_scale (d_prev - d)`` (approach per step; the base ``dist`` term's slope is
+      only 1/40 per m); a crash step gives ``crash_reward`` (-20) instead.
     - termination (crash): ``z <= ground_z``, ``d > crash_distance`` or a non-finite state.
     - truncation: ``time >= max_steps_in_episode`` (500).
     - metrics: ``distance`` (m), ``success`` (``d < success_radius``), ``crashed``.
@@ -103,6 +110,10 @@ class Hover(Environment[HoverState, HoverParams]):
         )
         new_state = state.replace(quad=quad, time=state.time + 1)
         reward, terms, crashed, distance = hover_reward(quad, state.target, params)
+        precision = params.precision_gain * jnp.exp(-50.0 * distance)
+        progress = jnp.linalg.norm(state.target - state.quad.pos) - distance
+        reward = reward + precision + params.progress_scale * progress
+        terms = {**terms, "precision": precision, "progress": progress}
         crashed = crashed | ~finite
         reward = jnp.where(crashed, params.crash_reward, reward).astype(jnp.float32)
         info = {
@@ -128,6 +139,10 @@ class Hover(Environment[HoverState, HoverParams]):
     def validate_params(self, params: HoverParams) -> None:
         super().validate_params(params)
         common.validate_common(params)
+        for name in ("precision_gain", "progress_scale"):
+            value = np.asarray(getattr(params, name), np.float64)
+            if not np.all(np.isfinite(value)) or np.any(value < 0):
+                raise ValueError(f"params.{name}={value.tolist()}: must be finite and >= 0")
         rng = np.asarray(params.target_range, np.float64)
         if not np.all(np.isfinite(rng)) or np.any(rng < 0):
             raise ValueError(f"params.target_range={rng.tolist()}: must be finite and >= 0")

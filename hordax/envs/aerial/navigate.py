@@ -228,6 +228,7 @@ class Navigate(Environment[NavigateState, NavigateParams]):
             state.scene,
             params.min_range,
             params.max_range,
+            num_slots=params.num_obstacles,  # active slots come first (see _scene)
         )
         if not self.camera_noise:
             return clean

@@ -20,8 +20,10 @@ traffic (IDM car following along lane routes in :class:`Drive`, log replay in
   ``offroad_weight``, ``infeasible_weight`` per step with the event + ``progress_weight``
   x metres gained towards the goal; ``sparse``: 1 on arrival only.
 
-``info["agent_mask"]`` marks the agents that acted in this step (spawned and not done
-before it): their reward counts; every other slot gets reward 0 and a frozen state.
+``agent_mask(state)`` marks the agents active in a state (spawned and not done); a step's
+``info["agent_mask"]`` is that of the state it returns (docs/env_protocol.md), so an agent's
+transition counts iff it was active in the state it acted from (its arrival step included);
+every other slot gets reward 0 and a frozen state.
 ``info["agent_terminated"]`` is True on the step an agent is done. The episode terminates
 when no controlled agent is left and truncates at ``max_steps_in_episode`` (91 = GPUDrive's
 and Waymax's log length). ``info["metrics"]``: fractions of the spawned agents that reached
@@ -292,6 +294,10 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         )
         self.collision_behavior, self.reward_type = collision_behavior, reward_type
 
+    def agent_mask(self, state: DriveState, params: DriveParams) -> jax.Array:
+        """``bool[n]``: the controlled agents still acting (spawned, not done)."""
+        return state.active
+
     # -- spaces -------------------------------------------------------------------------------
 
     @property
@@ -468,7 +474,7 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
             "metrics": {k: v.astype(jnp.float32) for k, v in metrics.items()},
             "reward_terms": terms,
             "agent_terminated": done,
-            "agent_mask": acting,
+            "agent_mask": new.active,  # the protocol's: the returned state's agent_mask
         }
         obs = self._observe(new, road, params)
         return obs, new, reward, ~jnp.any(new.active), info

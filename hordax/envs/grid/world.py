@@ -193,26 +193,27 @@ def visibility(opaque: jax.Array) -> jax.Array:
     v = opaque.shape[0]
     idx = jnp.arange(v)
     see = ~opaque
+    blocked = opaque.astype(jnp.int32)
+    # per row, opaque cells strictly before / after each cell: k reaches j (k < j) through
+    # see-through cells [k, j) iff before[k] == before[j]; leftwards iff after[k] == after[j].
+    # These depend on the opacity only, so all rows get them at once ([row, k, j]); only the
+    # sweeps run row by row.
+    before = jnp.cumsum(blocked, axis=1) - blocked
+    after = jnp.cumsum(blocked[:, ::-1], axis=1)[:, ::-1] - blocked
+    right_of = (idx[:, None] < idx[None, :]) & (before[:, :, None] == before[:, None, :])
+    left_of = (idx[:, None] > idx[None, :]) & (after[:, :, None] == after[:, None, :])
 
-    def row(nxt, i):
-        s = see[i]
-        blocked = (~s).astype(jnp.int32)
-        # opaque cells strictly before / after each cell: k reaches j (k < j) through
-        # see-through cells [k, j) iff before[k] == before[j]; leftwards iff after[k] == after[j]
-        before = jnp.cumsum(blocked) - blocked
-        after = jnp.cumsum(blocked[::-1])[::-1] - blocked
-        right_of = (idx[:, None] < idx[None, :]) & (before[:, None] == before[None, :])
-        left_of = (idx[:, None] > idx[None, :]) & (after[:, None] == after[None, :])
-        m_ltr = _sweep(nxt, s, right_of)
-        m = _sweep(m_ltr, s, left_of)
+    def row(lit, xs):
+        s, right, left = xs
+        m_ltr = _sweep(lit, s, right)
+        m = _sweep(m_ltr, s, left)
         a = m_ltr & s & (idx < v - 1)  # the left-to-right sweep stops at V - 2
         b = m & s & (idx > 0)  # the right-to-left sweep stops at 1
-        up = a | b | jnp.roll(a, 1) | jnp.roll(b, -1)
-        return up, m
+        return a | b | jnp.roll(a, 1) | jnp.roll(b, -1), m  # lights the row ahead
 
-    start = idx == v // 2
-    _, rows = jax.lax.scan(row, start, jnp.arange(v - 1, -1, -1))
-    return rows[::-1]
+    start = idx == v // 2  # the agent's cell lights its own row (the last one)
+    _, rows = jax.lax.scan(row, start, (see, right_of, left_of), reverse=True)
+    return rows
 
 
 def egocentric_view(

@@ -7,6 +7,8 @@ the lambda-trace is cut at either, because the next row belongs to a new episode
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -133,3 +135,51 @@ def compute_n_step(
         alive = valid & ~done_k
     discount = jnp.where(ended_by_term, 0.0, disc)
     return ret.astype(jnp.float32), discount.astype(jnp.float32), last.astype(jnp.int32)
+
+
+def bootstrap_values(
+    value_fn: Any,
+    value: jax.Array,
+    next_obs: Any,
+    last_obs: Any,
+    truncated: jax.Array,
+) -> jax.Array:
+    """``V(s_{t+1})`` ``f32[T, B, ...]`` of a rollout's true next states, without a forward
+    pass over every ``final_observation``.
+
+    ``value`` is ``f32[T, B]``, or ``f32[T, B, n]`` for multi-agent critics (one value per
+    agent; ``value_fn`` then returns ``[B, n]``); ``truncated`` is the episode's ``[T, B]``.
+
+    Where the episode goes on, ``s_{t+1}`` is the next row's observation, whose value the
+    rollout already computed (``value[t + 1]``); after the last step it is ``last_obs [B]``
+    (the batch's current observations: one pass over ``B`` rows). Only where ``truncated``
+    is ``s_{t+1}`` the episode's ``final_observation`` (``next_obs [T, B, ...]``): those rows
+    are evaluated ``B`` at a time, in as many rounds as there are truncations (usually
+    one or none), rather than all ``T * B`` rows. Terminated rows keep the shifted value,
+    which GAE multiplies by 0. Equal to ``value_fn`` on every ``next_obs`` row up to float
+    rounding (the same network on the same inputs, in other batch sizes).
+    """
+    T, B = value.shape[:2]
+    n, rest = T * B, value.shape[2:]
+    shifted = jnp.concatenate([value[1:], value_fn(last_obs)[None]], axis=0)
+    shifted = shifted.reshape((n, *rest))
+    rows = jax.tree.map(lambda x: x.reshape((n, *x.shape[2:])), next_obs)
+    trunc = truncated.reshape(n)
+    rank = jnp.cumsum(trunc, dtype=jnp.int32) - 1
+    # order[i]: the row of the i-th truncation; n (dropped) past the last
+    order = (
+        jnp.full((n,), n, jnp.int32)
+        .at[jnp.where(trunc, rank, n)]
+        .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+    )
+    count = rank[-1] + 1
+
+    def one_round(c: tuple) -> tuple:
+        r, out = c
+        slots = jax.lax.dynamic_slice_in_dim(order, r * B, B)  # ascending; n = unused
+        src = jnp.minimum(slots, n - 1)
+        v = value_fn(jax.tree.map(lambda x: x[src], rows))
+        return r + 1, out.at[slots].set(v, mode="drop", indices_are_sorted=True)
+
+    _, out = jax.lax.while_loop(lambda c: c[0] * B < count, one_round, (jnp.int32(0), shifted))
+    return out.reshape(value.shape)

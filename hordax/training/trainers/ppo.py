@@ -1,6 +1,6 @@
 """The PPO trainer: ``train(key)`` is one jit of nested scans.
 
-    update = rollout scan -> V(final_observation) -> GAE -> agent.update (epochs x minibatches)
+    update = rollout scan -> V(true next states) -> GAE -> agent.update (epochs x minibatches)
     train(key) = lax.scan(update, init(key), length=num_updates)
 
 One trainer for single agents and for multi-agent envs (IPPO, MAPPO: ``agent=ippo``,
@@ -40,7 +40,7 @@ from hordax.agents.ppo import (
 )
 from hordax.envs.core import has_critic_observation, is_multi_agent
 from hordax.training.config import TrainerConfig, resolve
-from hordax.training.core.estimators import compute_gae
+from hordax.training.core.estimators import bootstrap_values, compute_gae
 from hordax.training.core.metrics import episode_metrics, finiteness, team_episode_metrics
 from hordax.training.core.multi_agent import TeamAgent, env_teams
 from hordax.training.core.rollout import recurrent_rollout, rollout
@@ -123,8 +123,11 @@ class PPOTrainer(UpdateLoop):
         flat = lambda x: jax.tree.map(lambda y: y.reshape((T * B, *y.shape[2:])), x)  # noqa: E731
         value = tr.extras["value"]  # [T, B] ([T, B, n] multi-agent)
         if not agent.recurrent:
-            # Bootstrap through truncation: V of the true next state, final_observation.
-            next_value = agent.value(state.agent, flat(tr.next_obs)).reshape(value.shape)
+            # Bootstrap through truncation: V of the true next state (final_observation
+            # where the episode was truncated).
+            next_value = bootstrap_values(
+                lambda o: agent.value(state.agent, o), value, tr.next_obs, obs, tr.truncated
+            )
         terminated, truncated = tr.terminated, tr.truncated
         if self.multi_agent:  # per agent: its own terminal flag, the episode's truncation
             terminated = tr.info["agent_terminated"] | terminated[..., None]

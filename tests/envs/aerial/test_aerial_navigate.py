@@ -99,6 +99,12 @@ def test_camera__depth_matches_numpy_sphere_tracing_reference():
         t = t + _sdf(origin + t[..., None] * d64, scene)
     np.testing.assert_allclose(ours, t, atol=1e-3)
     assert ours.min() < 5.0 and ours.max() > 5.0  # obstacles and far walls both in view
+    # depth_image (rotation fused per pixel, slots past num_slots skipped: the last slot is
+    # inactive) gives the same frame
+    depth = cam.depth_image(
+        jnp.asarray(origin), jnp.asarray(rot), cam.ray_directions(16, 24), scene, 0.01, 100.0, 8
+    )
+    np.testing.assert_allclose(np.asarray(depth) * 100.0, t, atol=1e-3)
 
 
 def test_camera__noise_and_dropout_statistics():

@@ -65,6 +65,24 @@ def test_hover__reward_matches_aerial_gym_formula():
     np.testing.assert_allclose(terms["up"], up, rtol=1e-5)
 
 
+def test_hover__optional_sim2real_terms_add_precision_and_progress():
+    """precision_gain exp(-50 d) + progress_scale (d_prev - d) on top of the base reward,
+    by hand for one step; both off by default (the base task's reward)."""
+    env, params = _make("Aerial-Hover-v0")
+    on = params.replace(precision_gain=jnp.float32(3.0), progress_scale=jnp.float32(400.0))
+    _, state = env.reset(KEY, params)
+    state = state.replace(quad=state.quad.replace(pos=state.target + jnp.array([0.05, 0.0, 0.0])))
+    action = jnp.zeros(4)
+    _, nxt, r_off, _, info_off = env.step_env(KEY, state, action, params)
+    _, _, r_on, _, info_on = env.step_env(KEY, state, action, on)
+    d_prev, d = 0.05, float(info_on["metrics"]["distance"])
+    expected = float(r_off) + 3.0 * np.exp(-50.0 * d) + 400.0 * (d_prev - d)
+    np.testing.assert_allclose(float(r_on), expected, rtol=1e-5)
+    np.testing.assert_allclose(float(info_off["reward_terms"]["progress"]), d_prev - d, atol=1e-6)
+    with pytest.raises(ValueError, match="params.progress_scale"):
+        env.validate_params(params.replace(progress_scale=-1.0))
+
+
 @pytest.mark.parametrize(
     ("where", "why"),
     [((0.0, 0.0, -0.01), "below ground"), ((9.0, 0.0, 2.0), "beyond crash_distance")],

@@ -97,10 +97,12 @@ def test_env__collision_behaviours_and_masking(behavior):
     hits = [t for t, (_, _, _, info) in enumerate(out) if info["reward_terms"]["collision"][0] > 0]
     assert hits, "agent 0 never reached agent 2"
     t = hits[0]
-    _, nxt, reward, info = out[t]
+    prev, nxt, reward, info = out[t]
     assert bool(info["reward_terms"]["collision"][2])  # the overlap is mutual
     np.testing.assert_allclose(reward[[0, 2]], -0.75, atol=1e-6)  # GPUDrive's weight
-    assert bool(info["agent_mask"][0]) and bool(info["agent_mask"][2])  # they acted
+    assert bool(prev.active[0]) and bool(prev.active[2])  # they acted from active states
+    for _, after, _, step_info in out:  # info["agent_mask"]: the returned state's mask
+        np.testing.assert_array_equal(np.asarray(step_info["agent_mask"]), after.active)
     if behavior == "ignore":
         assert not bool(info["agent_terminated"][0]) and bool(nxt.active[0])
         later = out[t + 1]
@@ -129,14 +131,15 @@ def test_env__scripted_driver_reaches_goals_reward_and_termination():
             obs, nxt, reward, term, trunc, info = env.step(
                 k, state, route_follower(env, state, params), params
             )
-            return (obs, nxt), (reward, term | trunc, info)
+            return (obs, nxt), (reward, term | trunc, info, env.agent_mask(state, params))
 
         return jax.lax.scan(body, env.reset(key, params), jax.random.split(key, steps))[1]
 
-    reward, ends, info = jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(1), episodes))
-    reward, ends = np.asarray(reward), np.asarray(ends)
+    keys = jax.random.split(jax.random.key(1), episodes)
+    reward, ends, info, mask = jax.jit(jax.vmap(run))(keys)  # mask: active when acting
+    reward, ends, mask = np.asarray(reward), np.asarray(ends), np.asarray(mask)
     terms = {k: np.asarray(v) for k, v in info["reward_terms"].items()}
-    mask, done = np.asarray(info["agent_mask"]), np.asarray(info["agent_terminated"])
+    done = np.asarray(info["agent_terminated"])
     # the reward is the documented weighted sum, and 0 for masked agents
     want = terms["goal"] - 0.75 * terms["collision"] - 0.75 * terms["offroad"]
     np.testing.assert_allclose(reward, np.where(mask, want, 0.0), atol=1e-6)
@@ -144,6 +147,10 @@ def test_env__scripted_driver_reaches_goals_reward_and_termination():
     # arrival ends the agent; the first episode end comes when all are done, or at 91 steps
     assert np.all(done[terms["goal"] > 0])
     first = np.argmax(ends, axis=1)
+    # a step's info["agent_mask"] is the mask of the state it returns (within an episode)
+    for e in range(episodes):
+        got = np.asarray(info["agent_mask"][e, : first[e]])
+        np.testing.assert_array_equal(got, mask[e, 1 : first[e] + 1])
     goal_rate = np.asarray(info["metrics"]["goal_rate"])[np.arange(episodes), first]
     crash = np.asarray(info["metrics"]["collision_rate"])[np.arange(episodes), first]
     assert goal_rate.mean() >= 0.75, goal_rate
