@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hordax import strict_json
+
 #: The results table's columns.
 COLUMNS = (
     "task", "agent", "seeds", "env_steps", "wall_s", "compile_s", "metric", "mean",
@@ -172,7 +174,7 @@ def write_tables(results: list[dict], out_dir: str) -> None:
     w = csv.DictWriter(buf, fieldnames=[*COLUMNS, "per_seed"])
     w.writeheader()
     for r in results:
-        w.writerow({**r, "per_seed": json.dumps(r["per_seed"])})
+        w.writerow({**r, "per_seed": strict_json.dumps(r["per_seed"])})
     write_atomic(os.path.join(out_dir, "results.csv"), buf.getvalue())
     head = ["task", "agent", "seeds", "env steps", "wall s / seed", "compile s", "eval metric",
             "mean [95 % CI]", "threshold", "pass"]  # fmt: skip
