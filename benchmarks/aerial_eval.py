@@ -10,7 +10,6 @@ episode's end with a 95 % interval, its per-step mean over the episode, and the 
 height of the first crashes.
 """
 
-import json
 import os
 import sys
 import time
@@ -22,6 +21,7 @@ from flax import serialization
 from omegaconf import OmegaConf
 
 import hordax
+from hordax import strict_json
 from hordax.training.config import TrainConfig
 from hordax.training.ensemble.members import greedy_policy, member_agent
 from hordax.training.trainers.registry import algorithm
@@ -92,4 +92,4 @@ out["crash_times"] = np.asarray(t_end)[cr][:20].tolist()
 out["crash_final_z"] = np.asarray(st.quad.pos[:, 2])[cr][:20].round(2).tolist()
 out["secs"] = round(time.perf_counter() - t, 1)
 out["load"] = os.getloadavg()[0]
-print(json.dumps(out))
+print(strict_json.dumps(out))

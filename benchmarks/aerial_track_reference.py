@@ -9,7 +9,6 @@ velocity feed-forward expressed through the position interface), yaw held. Print
 tracking error over whole episodes and after the first 2 s, and the crash rate.
 """
 
-import json
 import math
 import os
 import sys
@@ -19,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import hordax
+from hordax import strict_json
 from hordax.envs.aerial.track import reference
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 256
@@ -65,7 +65,7 @@ def episode(key):
 err, crashed = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.key(7), n))
 err = np.asarray(err)
 print(
-    json.dumps(
+    strict_json.dumps(
         {
             "policy": "Lee position controller via env action, setpoint reference(t+dt)"
             + (" + k_vel/k_pos v_ref" if LEAD else ""),

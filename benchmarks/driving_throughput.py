@@ -139,7 +139,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.worker:
         row = highway_worker(args.worker, args.hw_agents[0], args.hw_seconds)
-        print("RESULT " + json.dumps(row))
+        # The worker runs in highway-env's own venv, without hordax: strict JSON (no NaN)
+        # from the standard library's encoder.
+        print("RESULT " + json.JSONEncoder(allow_nan=False).encode(row))
         return
     if not args.no_peer and not os.path.isfile(args.highway_python):
         ap.error(f"--highway-python={args.highway_python}: no such file (see the docstring)")

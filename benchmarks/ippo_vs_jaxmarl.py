@@ -18,13 +18,14 @@ JaxMARL's ``TOTAL_TIMESTEPS`` unit). Compile time is reported apart.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from hordax import strict_json
 
 CONFIG = dict(
     LR=2.5e-4, NUM_ENVS=16, NUM_STEPS=128, UPDATE_EPOCHS=4, NUM_MINIBATCHES=4, GAMMA=0.99,
@@ -203,7 +204,7 @@ def main() -> None:
         loads.append(os.getloadavg()[0])
     sps = {k: steps / min(v) for k, v in times.items()}
     print(
-        json.dumps(
+        strict_json.dumps(
             {
                 "env_steps_per_run": steps,
                 "config": CONFIG,

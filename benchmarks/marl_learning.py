@@ -14,7 +14,6 @@ the load average. ``--png`` draws the learning curves (mean and min-max over see
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 import yaml
 
 import hordax
+from hordax import strict_json
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import IPPOConfig, MAPPOConfig
 from hordax.envs.wrappers import ClipAction, LogEpisode, VecEnv
@@ -183,7 +183,7 @@ def main() -> None:
         vals = np.array([e[key] for e in evals])
         out[f"eval_mean/{key}"] = float(vals.mean())
         out[f"eval_std/{key}"] = float(vals.std())
-    line = json.dumps(out)
+    line = strict_json.dumps(out)
     print(line, flush=True)
     if args.json:
         Path(args.json).write_text(line + "\n")

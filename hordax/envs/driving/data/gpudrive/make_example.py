@@ -10,10 +10,11 @@ Coordinates are offset by (1000, 2000) like the map frame of real logs.
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
+
+from hordax import strict_json
 
 T = 91
 OX, OY = 1000.0, 2000.0
@@ -105,5 +106,5 @@ def scene() -> dict:
 if __name__ == "__main__":
     path = os.path.join(os.path.dirname(__file__), "example_scene.json")
     with open(path, "w") as f:
-        json.dump(scene(), f, separators=(",", ":"))
+        strict_json.dump(scene(), f, separators=(",", ":"))
     print(path, os.path.getsize(path), "bytes")
