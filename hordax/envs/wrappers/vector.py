@@ -5,7 +5,7 @@ gymnax's ``step`` computes ``reset_env`` for every env on every step and selects
 the episode ended; where ``reset_env`` costs more than ``step_env`` (grid layouts, aerial
 spawns) that dominates a batch step. ``VecEnv`` instead steps every env without the reset
 (:func:`hordax.envs.core.step_no_reset`) and computes only ``reset_pool`` fresh resets per
-step, for the slots that finished (ranked with a cumsum: the ``r``-th finished slot gets
+step, for the slots that finished (in slot order: the ``r``-th finished slot gets
 pool entry ``r``); more finishers than that on one step take further rounds of
 ``reset_pool`` resets in a ``lax.while_loop``. Each finished slot is reset with exactly the
 key (``split_step_key(slot_key)[1]``) and params gymnax's ``step`` would have used in that
@@ -211,14 +211,9 @@ class VecEnv(Wrapper):
         """
         n, k = self.num_envs, self.reset_pool
         size = math.ceil(n / k) * k  # whole rounds
-        # order[r]: the slot of the r-th finished env (rank by cumsum); n (dropped) past the last.
-        rank = jnp.cumsum(done, dtype=jnp.int32) - 1
-        order = (
-            jnp.full((size,), n, jnp.int32)
-            .at[jnp.where(done, rank, size)]
-            .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
-        )
-        num_done = rank[-1] + 1
+        # order[r]: the slot of the r-th finished env (ascending); n (dropped) past the last.
+        order = jnp.nonzero(done, size=size, fill_value=n)[0].astype(jnp.int32)
+        num_done = jnp.sum(done, dtype=jnp.int32)
 
         def fill(r: jax.Array, obs_state: tuple) -> tuple:
             slots = jax.lax.dynamic_slice_in_dim(order, r * k, k)  # i32[k], ascending

@@ -165,14 +165,9 @@ def bootstrap_values(
     shifted = shifted.reshape((n, *rest))
     rows = jax.tree.map(lambda x: x.reshape((n, *x.shape[2:])), next_obs)
     trunc = truncated.reshape(n)
-    rank = jnp.cumsum(trunc, dtype=jnp.int32) - 1
-    # order[i]: the row of the i-th truncation; n (dropped) past the last
-    order = (
-        jnp.full((n,), n, jnp.int32)
-        .at[jnp.where(trunc, rank, n)]
-        .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
-    )
-    count = rank[-1] + 1
+    # order[i]: the row of the i-th truncation (ascending); n (dropped) past the last
+    order = jnp.nonzero(trunc, size=n, fill_value=n)[0].astype(jnp.int32)
+    count = jnp.sum(trunc, dtype=jnp.int32)
 
     def one_round(c: tuple) -> tuple:
         r, out = c
