@@ -430,13 +430,11 @@ def _train_task(dict_cfg) -> None:
 
 def _interrupted(run_dir: str, overrides: list[str]) -> None:
     """Ctrl-C: one line saying where the run stands and how to go on; exit 130."""
-    from hordax.training.host.checkpoint import Checkpointer
+    from hordax.training.host.checkpoint import committed_steps
 
-    last = None
-    if os.path.isdir(os.path.join(run_dir, "checkpoints")):
-        ckpt = Checkpointer(run_dir)
-        last = ckpt.latest_step()
-        ckpt.close()
+    # Not a new Checkpointer: the stopped run's orbax thread may still be committing a step.
+    steps = committed_steps(run_dir)
+    last = steps[-1] if steps else None
     if last is None:
         how = f"no checkpoint yet; start it again with: {restart_command(overrides, run_dir)}"
     else:

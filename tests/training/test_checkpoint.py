@@ -37,7 +37,12 @@ from hordax.agents.ppo import PPOConfig
 from hordax.envs.debug.point_mass import PointMass
 from hordax.training.config import CheckpointConfig, TrainConfig, TrainerConfig
 from hordax.training.core.report import NonFiniteError
-from hordax.training.host.checkpoint import Checkpointer, CheckpointError, NoCheckpointError
+from hordax.training.host.checkpoint import (
+    Checkpointer,
+    CheckpointError,
+    NoCheckpointError,
+    committed_steps,
+)
 from hordax.training.host.loop import train_and_log
 from hordax.training.host.programs import make_programs
 from hordax.training.trainers import make_trainer, validate
@@ -363,6 +368,19 @@ def test_resume__incompatible_config_names_the_difference(uninterrupted):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.timeout(60)
+def test_committed_steps__reads_whole_steps_only_while_a_save_is_in_flight(tmp_path):
+    """What Ctrl-C's message names: digit folders only (orbax's temporary folder of a save in
+    flight and other files are not steps), with no orbax manager opened on the folder."""
+    assert committed_steps(str(tmp_path)) == []
+    ckpt = tmp_path / "checkpoints"
+    for name in ["10", "2", "3.orbax-checkpoint-tmp-1700000000"]:
+        (ckpt / name).mkdir(parents=True)
+    (ckpt / "meta.json").write_text("{}")
+    (ckpt / "7").write_text("a file, not a step")
+    assert committed_steps(str(tmp_path)) == [2, 10]
+
+
 def test_resume__corrupt_overrides_json_is_one_line(tmp_path, capsys):
     """Issue #18 item 4: a corrupt overrides.json is named in one line, exit 2."""
     from hordax.training.cli import resume_overrides

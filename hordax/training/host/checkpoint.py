@@ -144,6 +144,24 @@ def compat_config(cfg_dict: dict) -> dict[str, Any]:
     return _flatten({k: cfg_dict.get(k) for k in COMPAT_KEYS})
 
 
+def committed_steps(run_dir: str) -> list[int]:
+    """The committed checkpoint steps of a run, oldest first, read from the folder names alone.
+
+    Orbax writes a checkpoint under a temporary name and renames it to the plain step number
+    when it is committed, so a folder named by digits alone is whole. This needs no
+    ``CheckpointManager``: a new manager stats every step folder and fails while another
+    manager of the same process (one stopped by Ctrl-C mid-save) is still renaming one.
+    """
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    try:
+        names = os.listdir(ckpt_dir)
+    except FileNotFoundError:
+        return []
+    return sorted(
+        int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(ckpt_dir, n))
+    )
+
+
 class Checkpointer:
     """Save and restore whole train states under ``<run_dir>/checkpoints``.
 
