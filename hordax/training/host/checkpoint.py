@@ -157,9 +157,7 @@ def committed_steps(run_dir: str) -> list[int]:
         names = os.listdir(ckpt_dir)
     except FileNotFoundError:
         return []
-    return sorted(
-        int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(ckpt_dir, n))
-    )
+    return sorted(int(n) for n in names if n.isdigit() and os.path.isdir(os.path.join(ckpt_dir, n)))
 
 
 class Checkpointer:
