@@ -359,23 +359,37 @@ def _embed_conv_bwd(residuals, g):
     return None, *_table_grads(cells, g[None], tables, kernel)
 
 
+#: The first grid layer's gradient scatters into one table over all channels' joint codes
+#: (``V ** C`` rows per kernel tap) when it has at most this many rows, else one per channel.
+JOINT_CODES_MAX = 4096
+
+
 def _table_grads(cells, grads, tables, kernel):
     """``(d/dtables, d/dkernel)`` of the first grid layer from its output gradients:
-    ``grads`` is a list of ``f32[B, h, w, F]`` blocks of output positions, ``cells(i, j, c)``
-    a list of the codes ``int[B, h, w]`` under kernel tap ``(i, j)`` of each block's
-    positions (channel ``c``). The rows of each block are scatter-added into one ``[V, F]``
-    table per ``(i, j, c)``, ``d/dT``, from which both gradients are small contractions."""
+    ``grads f32[K, B, h, w, F]`` are ``K`` blocks of output positions, ``cells(i, j, c)`` a
+    list of the ``K`` blocks' codes ``int[B, h, w]`` under kernel tap ``(i, j)`` (channel
+    ``c``). The rows are scatter-added into a ``[V, F]`` table per ``(i, j, c)``, ``d/dT``,
+    from which both gradients are small contractions. With few joint codes (``V ** C`` at
+    most :data:`JOINT_CODES_MAX`) one scatter per tap goes into a table of joint codes
+    ``(v_0, ..., v_{C-1})``, whose sums over the other channels are the per-channel tables:
+    ``C`` times fewer scattered rows, the slow part of this gradient on a CPU."""
     kh, kw = kernel.shape[:2]
     (C, V, D), F = tables.shape, kernel.shape[-1]
     rows = grads.reshape((-1, F))
-    d_table = jnp.stack(
-        [
-            jnp.zeros((V, F), rows.dtype).at[jnp.stack(cells(i, j, c)).reshape(-1)].add(rows)
-            for i in range(kh)
-            for j in range(kw)
-            for c in range(C)
-        ]
-    ).reshape((kh, kw, C, V, F))
+    codes = lambda i, j, c: jnp.stack(cells(i, j, c)).reshape(-1)  # noqa: E731
+    per_tap = []
+    for i in range(kh):
+        for j in range(kw):
+            if V**C <= JOINT_CODES_MAX:
+                joint = sum(codes(i, j, c) * V ** (C - 1 - c) for c in range(C))
+                t = jnp.zeros((V**C, F), rows.dtype).at[joint].add(rows)
+                t = t.reshape((V,) * C + (F,))
+                others = lambda c: tuple(a for a in range(C) if a != c)  # noqa: E731
+                per_tap.append(jnp.stack([t.sum(axis=others(c)) for c in range(C)]))
+            else:
+                zero = jnp.zeros((V, F), rows.dtype)
+                per_tap.append(jnp.stack([zero.at[codes(i, j, c)].add(rows) for c in range(C)]))
+    d_table = jnp.stack(per_tap).reshape((kh, kw, C, V, F))
     k = kernel.reshape((kh, kw, C, D, F))
     d_tables = jnp.einsum("ijcvf,ijcdf->cvd", d_table, k)
     d_kernel = jnp.einsum("cvd,ijcvf->ijcdf", tables, d_table).reshape(kernel.shape)
@@ -430,8 +444,11 @@ def _embed_conv_pool_bwd(residuals, g):
     # each window member k = (a, b) is a block of output positions (2r + a, 2q + b); its
     # gradient is g where it holds the window's first maximum, and the codes under its tap
     # (i, j) are the strided cells (2r + a + i, 2q + b + j)
-    k = jnp.arange(4, dtype=first.dtype).reshape((4, 1, 1, 1, 1))
-    grads = jnp.where(first[None] == k, g[None], 0.0)  # [4, B, hp, wp, F]
+    # [4, B, hp, wp, F], computed on rows: one flat pass (the 5-d broadcast was slower)
+    b, F = g.shape[0], g.shape[-1]
+    k = jnp.arange(4, dtype=first.dtype).reshape((4, 1, 1))
+    rows, first = g.reshape((1, -1, F)), first.reshape((1, -1, F))
+    grads = jnp.where(first == k, rows, 0.0).reshape((4, b, hp, wp, F))
     members = [(a, b) for a in (0, 1) for b in (0, 1)]
 
     def cells(i, j, c):
