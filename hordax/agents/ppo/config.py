@@ -44,6 +44,11 @@ class PPOConfig:
     """Running observation normalization (statistics saved with the agent)."""
     normalize_reward: bool = False
     """Scale rewards by the running std of the discounted return."""
+    bootstrap_truncation: bool = True
+    """Bootstrap ``V(final_observation)`` where an episode is truncated (the default:
+    a time limit that is not part of the task). False: a truncation ends the return like a
+    termination, JaxMARL's and PureJaxRL's treatment, for tasks whose fixed horizon is the
+    task (MPE's 25 steps; see benchmarks/RESULTS.md, section 14)."""
     critic_obs: bool = False
     """The critic reads the env's critic_observation (asymmetric actor-critic; MAPPO's
     centralized critic); the env must provide one."""
