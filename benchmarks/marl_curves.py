@@ -7,7 +7,8 @@ episodes from the evaluation seed space), draws the curves of all given runs in 
 evaluation return mean ± std over the members (seeds), each member's mean, per-team means,
 wall and compile times.
 
-    python benchmarks/marl_curves.py RUN_DIR [RUN_DIR ...] --png out.png [--ref LABEL=VALUE]
+    python benchmarks/marl_curves.py RUN_DIR [RUN_DIR::team/<name>/episode_return ...] \\
+        --png out.png [--ref LABEL=VALUE]
 """
 
 from __future__ import annotations
@@ -19,18 +20,17 @@ from pathlib import Path
 import numpy as np
 
 
-def load_run(run_dir: str) -> dict:
-    """The curves (``[members, chunks]``), env steps per chunk, and the summary of a run."""
+def load_run(run_dir: str, key: str = "episode_return") -> dict:
+    """The curves of metric ``key`` (``[members, chunks]``; e.g.
+    ``team/<name>/episode_return``), env steps per chunk, and the summary of a run."""
     rows = [json.loads(line) for line in Path(run_dir, "metrics.jsonl").read_text().splitlines()]
     summary = json.loads(Path(run_dir, "summary.json").read_text())
     steps = np.array([r["env_steps"] for r in rows])
     members = rows[0].get("members")
     if members is None:  # a single run: one member
-        curves = np.array([[r["episode_return"] for r in rows]])
+        curves = np.array([[r[key] for r in rows]])
     else:
-        curves = np.array(
-            [[r["members"][i]["episode_return"] for r in rows] for i in range(len(members))]
-        )
+        curves = np.array([[r["members"][i][key] for r in rows] for i in range(len(members))])
     return {"dir": run_dir, "steps": steps, "curves": curves, "summary": summary, "rows": rows}
 
 
@@ -68,7 +68,10 @@ def main() -> None:
         "--ref", action="append", default=[], help="LABEL=VALUE: a dashed reference line"
     )
     args = ap.parse_args()
-    runs = [load_run(d) for d in args.runs]
+    runs = []
+    for arg in args.runs:  # RUN_DIR or RUN_DIR::team/<name>/episode_return
+        d, _, key = arg.partition("::")
+        runs.append({**load_run(d, key or "episode_return"), "key": key})
     for run in runs:
         print(table_row(run))
     if args.png:
@@ -78,10 +81,19 @@ def main() -> None:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5.5, 3.4))
-        labels = args.labels or [r["summary"].get("agent", r["dir"]) for r in runs]
+        labels = args.labels or [
+            " ".join(
+                [r["summary"].get("agent", r["dir"]), r["key"].split("/")[1] if r["key"] else ""]
+            )
+            for r in runs
+        ]
         for run, label in zip(runs, labels, strict=True):
             c, x = run["curves"], run["steps"]
-            rets = [m["return"]["mean"] for m in eval_members(run["summary"])]
+            team = run["key"].split("/")[1] if run["key"] else ""
+            rets = [
+                m["team_return"][team]["mean"] if team else m["return"]["mean"]
+                for m in eval_members(run["summary"])
+            ]
             line = ax.plot(x, c.mean(0), label=f"{label} (eval {np.mean(rets):.2f})")[0]
             ax.fill_between(x, c.min(0), c.max(0), alpha=0.25, color=line.get_color())
         for ref in args.ref:
