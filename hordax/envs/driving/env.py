@@ -300,6 +300,49 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         """``bool[n]``: the controlled agents still acting (spawned, not done)."""
         return state.active
 
+    @property
+    def default_params(self) -> DriveParams:
+        return self._default
+
+    def validate_params(self, params: DriveParams) -> None:
+        super().validate_params(params)
+        validate_scalars(params)
+        check_road(params.scenes.road)
+        self._validate_scenes(params.scenes)
+
+    def _validate_scenes(self, scenes) -> None:
+        """The subclass's checks of its scene arrays (``params.scenes``)."""
+        raise NotImplementedError
+
+    def _start(self, index, pos, yaw, vel, size, kind, exists, goal, spawned) -> DriveState:
+        """A fresh episode's state: the scene's objects as placed (``[M, ...]``), goals
+        ``[n, 2]``, every agent's events cleared, time 0; route fields empty (the generated
+        traffic of :class:`Drive` fills them)."""
+        n, m = self._n, self._m
+        none = jnp.zeros(n, bool)
+        return DriveState(
+            scene=index,
+            pos=pos,
+            yaw=yaw,
+            vel=vel,
+            size=size,
+            kind=kind,
+            exists=exists,
+            goal=goal,
+            active=spawned,
+            spawned=spawned,
+            reached=none,
+            collided=none,
+            offroad=none,
+            infeasible=none,
+            goal_dist=jnp.linalg.norm(goal - pos[:n], axis=-1),
+            route=jnp.zeros((m, 1), jnp.int32),
+            hop=jnp.zeros(m, jnp.int32),
+            s=jnp.zeros(m),
+            desired=jnp.zeros(m),
+            time=jnp.int32(0),
+        )
+
     # -- spaces -------------------------------------------------------------------------------
 
     @property
@@ -620,15 +663,8 @@ class Drive(_Driving):
         self._default = DriveParams(scenes=self._scenes)
         self.validate_params(self._default)
 
-    @property
-    def default_params(self) -> DriveParams:
-        return self._default
-
-    def validate_params(self, params: DriveParams) -> None:
-        super().validate_params(params)
-        validate_scalars(params)
-        check_road(params.scenes.road)
-        lanes = params.scenes.lanes
+    def _validate_scenes(self, scenes) -> None:
+        lanes = scenes.lanes
         for name in ("pts", "cum", "length", "speed_limit", "spawn_s"):
             v = getattr(lanes, name)
             need(
@@ -692,29 +728,10 @@ class Drive(_Driving):
         )
         jitter = 1.0 + params.size_jitter * (2 * u[6].reshape(m, 2) - 1)
         size = jnp.stack([params.vehicle_length, params.vehicle_width]) * jitter
-        spawned = exists[:n]
-        state = DriveState(
-            scene=index,
-            pos=pos,
-            yaw=yaw,
-            vel=speed[:, None] * dyn.heading(yaw),
-            size=size,
-            kind=exists.astype(jnp.int32),
-            exists=exists,
-            goal=goal,
-            active=spawned,
-            spawned=spawned,
-            reached=jnp.zeros(n, bool),
-            collided=jnp.zeros(n, bool),
-            offroad=jnp.zeros(n, bool),
-            infeasible=jnp.zeros(n, bool),
-            goal_dist=jnp.linalg.norm(goal - pos[:n], axis=-1),
-            route=route,
-            hop=jnp.zeros(m, jnp.int32),
-            s=s0,
-            desired=desired,
-            time=jnp.int32(0),
-        )
+        vel = speed[:, None] * dyn.heading(yaw)
+        kind = exists.astype(jnp.int32)
+        state = self._start(index, pos, yaw, vel, size, kind, exists, goal, exists[:n])
+        state = state.replace(route=route, s=s0, desired=desired)
         return self._observe(state, scene.road, params), state
 
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
@@ -801,15 +818,7 @@ class DriveLog(_Driving):
         self._default = DriveParams(scenes=stack_logs(logs, min_roads=self.max_road_points))
         self.validate_params(self._default)
 
-    @property
-    def default_params(self) -> DriveParams:
-        return self._default
-
-    def validate_params(self, params: DriveParams) -> None:
-        super().validate_params(params)
-        validate_scalars(params)
-        check_road(params.scenes.road)
-        sc = params.scenes
+    def _validate_scenes(self, sc) -> None:
         for name in ("traj", "size", "goal"):
             v = getattr(sc, name)
             need(_all(v, lambda x: x == x), f"params.scenes.{name}", _show(v), "must be finite")
@@ -823,34 +832,23 @@ class DriveLog(_Driving):
         )
 
     def reset_env(self, key, params: DriveParams):
-        n, m = self._n, self._m
+        n = self._n
         count = num_scenes(params.scenes)
         index = jnp.minimum((jax.random.uniform(key) * count).astype(jnp.int32), count - 1)
         sc = scene_at(params.scenes, index)
         exists = sc.valid[:, 0]
         spawned = sc.controlled[:n] & exists[:n]
-        goal = sc.goal[:n]
-        state = DriveState(
-            scene=index,
-            pos=sc.traj[:, 0, 0:2],
-            yaw=sc.traj[:, 0, 2],
-            vel=sc.traj[:, 0, 3:5],
-            size=sc.size,
-            kind=sc.kind,
-            exists=exists,
-            goal=goal,
-            active=spawned,
-            spawned=spawned,
-            reached=jnp.zeros(n, bool),
-            collided=jnp.zeros(n, bool),
-            offroad=jnp.zeros(n, bool),
-            infeasible=jnp.zeros(n, bool),
-            goal_dist=jnp.linalg.norm(goal - sc.traj[:n, 0, 0:2], axis=-1),
-            route=jnp.zeros((m, 1), jnp.int32),
-            hop=jnp.zeros(m, jnp.int32),
-            s=jnp.zeros(m),
-            desired=jnp.zeros(m),
-            time=jnp.int32(0),
+        start = sc.traj[:, 0]
+        state = self._start(
+            index,
+            start[:, 0:2],
+            start[:, 2],
+            start[:, 3:5],
+            sc.size,
+            sc.kind,
+            exists,
+            sc.goal[:n],
+            spawned,
         )
         return self._observe(state, sc.road, params), state
 
