@@ -266,3 +266,38 @@ def test_cli__nested_env_params_reach_make():
     assert float(params.quad.mass) == pytest.approx(0.3)
     assert float(params.ctrl.max_tilt) == pytest.approx(0.5)
     assert float(params.quad.gravity) == float(env.default_params.quad.gravity)
+
+
+@pytest.mark.parametrize(
+    ("args", "tuned"),
+    [
+        (["env=Debug-MultiPointMass-v0", "agent=ippo"], True),  # no configs/env/<id>.yaml
+        (["env=Debug-MultiPointMass-v0", "agent=mappo"], False),  # no tuned file for mappo
+        (["env=Pendulum-v1", "agent=ppo"], True),  # an id with its own env yaml
+    ],
+)
+def test_cli__tuned_config_applies_with_or_without_an_env_yaml(args, tuned):
+    """`hordax train env=<id> agent=<a>` applies tuned/<id>_<a>.yaml whether or not the id
+    has configs/env/<id>.yaml (ids without one were run as env=_generic and their tuned file
+    was skipped silently); without a tuned file the agent's defaults stay."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from hordax.training import cli
+
+    cli._register_schemas()
+    cfg_dir = cli.config_dir()
+    env_id, agent = args[0][4:], args[1][6:]
+    want = OmegaConf.load(cfg_dir / "tuned" / f"{env_id}_{agent}.yaml") if tuned else None
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        cfg = compose("train", overrides=cli.rewrite_env_override(args, cfg_dir))
+        default = compose("train", overrides=[f"agent={agent}", "env=_generic"])
+    assert cfg.env.id == env_id
+    if tuned:
+        for key, value in want.agent.items():
+            if not OmegaConf.is_config(value):
+                assert cfg.agent[key] == value, key
+        for key, value in want.get("trainer", {}).items():
+            assert cfg.trainer[key] == value, key
+    else:
+        assert cfg.agent == default.agent and cfg.trainer == default.trainer
