@@ -301,3 +301,25 @@ def test_cli__tuned_config_applies_with_or_without_an_env_yaml(args, tuned):
             assert cfg.trainer[key] == value, key
     else:
         assert cfg.agent == default.agent and cfg.trainer == default.trainer
+
+
+def test_cli__tuned_config_may_set_train_yaml_keys(tmp_path):
+    """A tuned file also sets train.yaml's own keys (eval.*, checkpoint.*): train.yaml's
+    `_self_` comes before `tuned` in its defaults list (after it, train.yaml's values won)."""
+    import shutil
+
+    from hydra import compose, initialize_config_dir
+
+    from hordax.training import cli
+
+    cli._register_schemas()
+    cfg_dir = tmp_path / "configs"
+    shutil.copytree(cli.config_dir(), cfg_dir)
+    (cfg_dir / "tuned" / "CartPole-v1_ppo.yaml").write_text(
+        "# @package _global_\neval:\n  episodes: 5\ncheckpoint:\n  every: 3\n"
+    )
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        cfg = compose("train", overrides=["env=CartPole-v1", "agent=ppo"])
+        given = compose("train", overrides=["env=CartPole-v1", "eval.episodes=7"])
+    assert cfg.eval.episodes == 5 and cfg.checkpoint.every == 3
+    assert given.eval.episodes == 7  # the command line still wins
