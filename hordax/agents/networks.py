@@ -340,13 +340,43 @@ def _embed_conv_lax(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> j
     )
 
 
-@jax.custom_vjp
-def _embed_conv_cpu(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Array:
-    return _embed_conv_lax(codes, tables, kernel)
+#: The CPU paths of the first grid layer use all channels' joint codes (one embedding row
+#: and, in the gradient, one scattered row per cell instead of one per channel) when there
+#: are at most this many (``V ** C``); else one per channel.
+JOINT_CODES_MAX = 4096
+
+
+def _joint(per_channel: Sequence[jax.Array], vocab: int) -> jax.Array:
+    """The joint code ``sum_c v_c V^(C-1-c)`` of per-channel codes (each in ``[0, V)``)."""
+    C = len(per_channel)
+    return sum(v * vocab ** (C - 1 - c) for c, v in enumerate(per_channel))
+
+
+def _embed_conv_value(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Array:
+    """``_embed_conv_lax``'s value on CPU: with few joint codes, the embedding is one gather
+    of ``[V ** C, C * D]`` rows (each the concatenation of the channels' rows, so exactly
+    ``embed``'s result) instead of ``C`` gathers and a concatenation."""
+    C, V, D = tables.shape
+    if V**C > JOINT_CODES_MAX:
+        return _embed_conv_lax(codes, tables, kernel)
+    joint_rows = jnp.concatenate(
+        [
+            jnp.broadcast_to(
+                tables[c].reshape((1,) * c + (V,) + (1,) * (C - 1 - c) + (D,)), (V,) * C + (D,)
+            )
+            for c in range(C)
+        ],
+        axis=-1,
+    ).reshape((V**C, C * D))
+    x = joint_rows[_joint([codes[..., c] for c in range(C)], V)]
+    return jax.lax.conv_general_dilated(x, kernel, (1, 1), "VALID", dimension_numbers=_NHWC)
+
+
+_embed_conv_cpu = jax.custom_vjp(_embed_conv_value)
 
 
 def _embed_conv_fwd(codes, tables, kernel):
-    return _embed_conv_lax(codes, tables, kernel), (codes, tables, kernel)
+    return _embed_conv_value(codes, tables, kernel), (codes, tables, kernel)
 
 
 def _embed_conv_bwd(residuals, g):
@@ -357,11 +387,6 @@ def _embed_conv_bwd(residuals, g):
     # code v in channel c: a scatter-add of g's rows into a [V, F] table per (i, j, c)
     cells = lambda i, j, c: [codes[:, i : i + h, j : j + w, c]]  # noqa: E731
     return None, *_table_grads(cells, g[None], tables, kernel)
-
-
-#: The first grid layer's gradient scatters into one table over all channels' joint codes
-#: (``V ** C`` rows per kernel tap) when it has at most this many rows, else one per channel.
-JOINT_CODES_MAX = 4096
 
 
 def _table_grads(cells, grads, tables, kernel):
@@ -381,7 +406,7 @@ def _table_grads(cells, grads, tables, kernel):
     for i in range(kh):
         for j in range(kw):
             if V**C <= JOINT_CODES_MAX:
-                joint = sum(codes(i, j, c) * V ** (C - 1 - c) for c in range(C))
+                joint = _joint([codes(i, j, c) for c in range(C)], V)
                 t = jnp.zeros((V**C, F), rows.dtype).at[joint].add(rows)
                 t = t.reshape((V,) * C + (F,))
                 others = lambda c: tuple(a for a in range(C) if a != c)  # noqa: E731
@@ -431,7 +456,7 @@ def _embed_conv_pool_lax(codes: jax.Array, tables: jax.Array, kernel: jax.Array)
 
 
 def _embed_conv_pool_fwd(codes, tables, kernel):
-    m = _pool_windows(_embed_conv_lax(codes, tables, kernel))
+    m = _pool_windows(_embed_conv_value(codes, tables, kernel))
     y = jnp.maximum(jnp.maximum(m[0], m[1]), jnp.maximum(m[2], m[3]))
     # the window member that receives the gradient: the first maximum (reduce_window's)
     first = jnp.where(m[0] == y, 0, jnp.where(m[1] == y, 1, jnp.where(m[2] == y, 2, 3)))
@@ -460,7 +485,9 @@ def _embed_conv_pool_bwd(residuals, g):
     return None, *_table_grads(cells, grads, tables, kernel)
 
 
-_embed_conv_pool_cpu = jax.custom_vjp(_embed_conv_pool_lax)
+_embed_conv_pool_cpu = jax.custom_vjp(
+    lambda codes, tables, kernel: max_pool_2x2(_embed_conv_value(codes, tables, kernel))
+)
 _embed_conv_pool_cpu.defvjp(_embed_conv_pool_fwd, _embed_conv_pool_bwd)
 
 

@@ -97,9 +97,14 @@ def _embed_conv_ref(codes, tables, kernel):
     return _lax(embed(codes, tables), kernel, "VALID")
 
 
+@pytest.mark.parametrize("joint", [True, False])
 @pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 16), ((3, 5, 6, 3), 5)])
-def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(codes_shape, vocab):
-    """The first grid layer: value and d/d(tables, kernel) of embed + lax conv (jitted)."""
+def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(
+    codes_shape, vocab, joint, monkeypatch
+):
+    """The first grid layer: value and d/d(tables, kernel) of embed + lax conv (jitted),
+    through joint codes (one row per cell) or, above ``JOINT_CODES_MAX``, per channel."""
+    monkeypatch.setattr(networks, "JOINT_CODES_MAX", 4096 if joint else 0)
     k1, k2, k3, k4 = jax.random.split(jax.random.key(8), 4)
     codes = jax.random.randint(k1, codes_shape, 0, vocab)
     c = codes_shape[-1]
@@ -143,14 +148,17 @@ def _embed_conv_pool_ref(codes, tables, kernel):
     return _max_pool_ref(_embed_conv_ref(codes, tables, kernel))
 
 
+@pytest.mark.parametrize("joint", [True, False])
 @pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 3), ((3, 8, 7, 3), 5)])
 def test_embed_conv_pool__equals_embedding_lax_conv_and_flax_max_pool_with_gradients(
-    codes_shape, vocab
+    codes_shape, vocab, joint, monkeypatch
 ):
     """The first grid layer fused with the max-pool (CPU: the pool's gradient goes straight
     into the code tables). Few codes, mostly one, as in real grids: identical neighbouring
     cells give tied window maxima, and the gradient must still go to the one member that
-    reduce_window's picks (checked below). (8, 7) -> a 7x6 map: the odd row is dropped."""
+    reduce_window's picks (checked below). (8, 7) -> a 7x6 map: the odd row is dropped.
+    Joint codes or per channel, as in the test above."""
+    monkeypatch.setattr(networks, "JOINT_CODES_MAX", 4096 if joint else 0)
     k1, k2, k3, k4, k5 = jax.random.split(jax.random.key(11), 5)
     # mostly code 0 (floor, walls), as a grid view: many identical neighbouring patches
     codes = jax.random.randint(k1, codes_shape, 0, vocab)
