@@ -32,6 +32,7 @@ their goal, collided, went off-road, drove infeasibly (so far this episode; read
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,7 @@ DYNAMICS = ("classic", "bicycle", "delta_local", "state")
 ACTION_DIMS = {"classic": 2, "bicycle": 2, "delta_local": 3, "state": 4}
 COLLISION_BEHAVIORS = ("ignore", "stop", "remove")
 REWARD_TYPES = ("weighted", "sparse")
+SPLITS = ("all", "train", "test")
 
 
 @struct.dataclass
@@ -561,8 +563,13 @@ class Drive(_Driving):
         num_background: IDM-driven vehicles beside them (spawned where slots allow).
         route_hops: lanes in a route (goals and background routes follow successors).
         num_variants, seed: procedural layouts per kind and the host seed that draws them.
-        Remaining arguments: see :class:`_Driving` (dynamics, actions, observation sizes,
-        lidar, collision behaviour, reward type).
+        test_scenes: held-out scenes (maps and/or procedural kinds; a procedural kind here
+            draws its layouts from a second seed stream, so they differ from ``scenes``').
+        split: which scenes the batch holds: ``"train"`` (``scenes``), ``"test"``
+            (``test_scenes``) or ``"all"`` (both; the default). Train with
+            ``split="train"``, evaluate with ``hordax eval RUN_DIR split=test``.
+        **options: keyword arguments of :class:`_Driving` (dynamics, actions, observation
+            sizes, lidar, collision behaviour, reward type).
     """
 
     def __init__(
@@ -573,17 +580,12 @@ class Drive(_Driving):
         route_hops: int = 8,
         num_variants: int = 8,
         seed: int = 0,
-        dynamics: str = "classic",
-        action_type: str = "discrete",
-        steer_bins: int = 13,
-        accel_bins: int = 7,
-        max_partners: int = 63,
-        max_road_points: int = 200,
-        lidar_rays: int = 0,
-        collision_behavior: str = "remove",
-        reward_type: str = "weighted",
+        test_scenes: str | Sequence[str] = (),
+        split: str = "all",
+        **options: Any,
     ):
-        from hordax.envs.driving.sources import map_scenes
+        from hordax.envs.driving.scene import stack_maps
+        from hordax.envs.driving.sources import map_arrays
 
         need(
             isinstance(num_background, int) and num_background >= 0,
@@ -597,24 +599,24 @@ class Drive(_Driving):
             route_hops,
             "must be an integer >= 2",
         )
-        super().__init__(
-            num_agents,
-            num_agents + num_background,
-            dynamics=dynamics,
-            action_type=action_type,
-            steer_bins=steer_bins,
-            accel_bins=accel_bins,
-            max_partners=max_partners,
-            max_road_points=max_road_points,
-            lidar_rays=lidar_rays,
-            collision_behavior=collision_behavior,
-            reward_type=reward_type,
+        need(split in SPLITS, "split", repr(split), f"must be one of {SPLITS}")
+        test_scenes = (test_scenes,) if isinstance(test_scenes, str) else tuple(test_scenes)
+        need(
+            split != "test" or bool(test_scenes),
+            "split",
+            "'test'",
+            "needs held-out scenes: test_scenes=() is empty",
         )
+        super().__init__(num_agents, num_agents + num_background, **options)
         self.scene_names = (scenes,) if isinstance(scenes, str) else tuple(scenes)
+        self.test_scene_names, self.split = test_scenes, split
         self.route_hops = route_hops
-        self._scenes = map_scenes(
-            self.scene_names, num_variants, seed, min_roads=self.max_road_points, min_slots=self._m
-        )
+        arrays = []
+        if split != "test":
+            arrays += map_arrays(self.scene_names, num_variants, seed)
+        if split != "train" and test_scenes:
+            arrays += map_arrays(test_scenes, num_variants, seed, True, "test_scenes")
+        self._scenes = stack_maps(arrays, self.max_road_points, self._m)
         self._default = DriveParams(scenes=self._scenes)
         self.validate_params(self._default)
 
@@ -768,7 +770,7 @@ class DriveLog(_Driving):
         num_agents: controlled slots (files with fewer controllable vehicles pad them).
         max_objects: object slots in all (controlled + replayed); a file with more objects
             is refused, naming the file and field.
-        Remaining arguments: see :class:`_Driving`.
+        **options: keyword arguments of :class:`_Driving`.
     """
 
     def __init__(
@@ -776,15 +778,7 @@ class DriveLog(_Driving):
         files: str | Sequence[str] = (),
         num_agents: int = 4,
         max_objects: int = 16,
-        dynamics: str = "classic",
-        action_type: str = "discrete",
-        steer_bins: int = 13,
-        accel_bins: int = 7,
-        max_partners: int = 63,
-        max_road_points: int = 200,
-        lidar_rays: int = 0,
-        collision_behavior: str = "remove",
-        reward_type: str = "weighted",
+        **options: Any,
     ):
         from hordax.envs.driving import gpudrive_json
         from hordax.envs.driving.scene import stack_logs
@@ -796,19 +790,7 @@ class DriveLog(_Driving):
             max_objects,
             f"must be an integer >= num_agents={num_agents}",
         )
-        super().__init__(
-            num_agents,
-            max_objects,
-            dynamics=dynamics,
-            action_type=action_type,
-            steer_bins=steer_bins,
-            accel_bins=accel_bins,
-            max_partners=max_partners,
-            max_road_points=max_road_points,
-            lidar_rays=lidar_rays,
-            collision_behavior=collision_behavior,
-            reward_type=reward_type,
-        )
+        super().__init__(num_agents, max_objects, **options)
         self.files = files
         goal_radius = DriveParams(scenes=None).goal_radius
         logs = [
@@ -883,3 +865,20 @@ class DriveLog(_Driving):
             vel=state.vel.at[n:].set(now[:, 3:5]),
             exists=state.exists.at[n:].set(scene.valid[n:, t]),
         )
+
+
+def _spell_out_options(cls: type) -> type:
+    """Give ``cls`` (whose ``__init__`` forwards ``**options`` to :class:`_Driving`) the
+    signature with those options spelled out as keyword-only arguments: the registry reads
+    it to tell constructor arguments from params overrides (``make(id, dynamics=...,
+    progress_weight=...)``), and ``help(cls)`` shows them."""
+    own = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
+    shared = list(inspect.signature(_Driving.__init__).parameters.values())[3:]
+    own = [p for p in own if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    shared = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in shared]
+    cls.__signature__ = inspect.Signature(own + shared)
+    return cls
+
+
+_spell_out_options(Drive)
+_spell_out_options(DriveLog)

@@ -242,3 +242,33 @@ def test_env__pettingzoo_adapter_api_and_seed_tests():
 
     parallel_api_test(make(), num_cycles=30)
     parallel_seed_test(make)
+
+
+def test_env__train_test_splits_of_the_scene_batch():
+    """split="train" / "test" / "all" hold the training, held-out and both scene lists; a
+    procedural kind held out draws other layouts; shapes the policy sees do not change."""
+    kw = dict(
+        scenes=("procedural-merge", "DEU_Merging-1"),
+        test_scenes="procedural-merge",
+        num_agents=2,
+        num_background=0,
+        num_variants=2,
+        **TINY,
+    )
+    envs = {s: Drive(split=s, **kw) for s in ("train", "test", "all")}
+    seg = {s: np.asarray(e.default_params.scenes.road.seg) for s, e in envs.items()}
+    assert [len(seg[s]) for s in ("train", "test", "all")] == [3, 2, 5]
+    # "all" = train then test; the held-out merges are new layouts, the training ones repeat
+    np.testing.assert_array_equal(seg["all"][:3, : seg["train"].shape[1]], seg["train"])
+    np.testing.assert_array_equal(seg["all"][3:, : seg["test"].shape[1]], seg["test"])
+    for i in (0, 1):  # training merges (rows 0, 1) vs held-out merges (rows 3, 4)
+        for j in (3, 4):
+            assert not np.array_equal(seg["all"][i], seg["all"][j])
+    sizes = {(e.observation_size, e.action_space(e.default_params).shape) for e in envs.values()}
+    assert len(sizes) == 1
+    with pytest.raises(ValueError, match=r"split='test': needs held-out scenes"):
+        Drive(split="test", scenes="procedural-merge")
+    with pytest.raises(ValueError, match=r"split='valid': must be one of"):
+        Drive(split="valid")
+    with pytest.raises(ValueError, match=r"test_scenes: 'Atlantis' is not a shipped map"):
+        Drive(test_scenes="Atlantis")
