@@ -97,6 +97,26 @@ def _embed_conv_ref(codes, tables, kernel):
     return _lax(embed(codes, tables), kernel, "VALID")
 
 
+def _check_first_layer(fused, reference, codes, vocab, keys):
+    """Random embedding tables ``[C, vocab, 4]`` and a 2x2 kernel to 8 features for ``codes``
+    ``[B, H, W, C]`` (``keys``: tables, kernel, cotangent): ``fused(codes, tables, kernel)``
+    under jit equals ``reference`` in value and in d/d(tables, kernel) for a random cotangent.
+    Returns ``(tables, kernel, value)``."""
+    k_tables, k_kernel, k_cot = keys
+    c = codes.shape[-1]
+    tables = jax.random.normal(k_tables, (c, vocab, 4))
+    kernel = jax.random.normal(k_kernel, (2, 2, c * 4, 8))
+    ref, vjp_ref = jax.vjp(lambda t, k: reference(codes, t, k), tables, kernel)
+    out, vjp_out = jax.jit(lambda t, k: jax.vjp(lambda t, k: fused(codes, t, k), t, k))(
+        tables, kernel
+    )
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    g = jax.random.normal(k_cot, ref.shape)
+    for got, want in zip(vjp_out(g), vjp_ref(g), strict=True):  # d/dtables, d/dkernel
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return tables, kernel, ref
+
+
 @pytest.mark.parametrize("joint", [True, False])
 @pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 16), ((3, 5, 6, 3), 5)])
 def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(
@@ -107,17 +127,7 @@ def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(
     monkeypatch.setattr(networks, "JOINT_CODES_MAX", 4096 if joint else 0)
     k1, k2, k3, k4 = jax.random.split(jax.random.key(8), 4)
     codes = jax.random.randint(k1, codes_shape, 0, vocab)
-    c = codes_shape[-1]
-    tables = jax.random.normal(k2, (c, vocab, 4))
-    kernel = jax.random.normal(k3, (2, 2, c * 4, 8))
-    ref, vjp_ref = jax.vjp(lambda t, k: _embed_conv_ref(codes, t, k), tables, kernel)
-    out, vjp_out = jax.jit(lambda t, k: jax.vjp(lambda t, k: embed_conv(codes, t, k), t, k))(
-        tables, kernel
-    )
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
-    g = jax.random.normal(k4, ref.shape)
-    for got, want in zip(vjp_out(g), vjp_ref(g), strict=True):  # d/dtables, d/dkernel
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    _check_first_layer(embed_conv, _embed_conv_ref, codes, vocab, (k2, k3, k4))
 
 
 def _max_pool_ref(x):
@@ -163,21 +173,13 @@ def test_embed_conv_pool__equals_embedding_lax_conv_and_flax_max_pool_with_gradi
     # mostly code 0 (floor, walls), as a grid view: many identical neighbouring patches
     codes = jax.random.randint(k1, codes_shape, 0, vocab)
     codes = jnp.where(jax.random.uniform(k5, codes_shape) < 0.8, 0, codes)
-    c = codes_shape[-1]
-    tables = jax.random.normal(k2, (c, vocab, 4))
-    kernel = jax.random.normal(k3, (2, 2, c * 4, 8))
-    ref, vjp_ref = jax.vjp(lambda t, k: _embed_conv_pool_ref(codes, t, k), tables, kernel)
-    out, vjp_out = jax.jit(lambda t, k: jax.vjp(lambda t, k: embed_conv_pool(codes, t, k), t, k))(
-        tables, kernel
+    tables, kernel, ref = _check_first_layer(
+        embed_conv_pool, _embed_conv_pool_ref, codes, vocab, (k2, k3, k4)
     )
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
-    conv = _embed_conv_ref(codes, tables, kernel)
+    conv = _embed_conv_ref(codes, tables, kernel)  # the case has tied window maxima
     b, h, w, f = conv.shape
     windows = conv[:, : h // 2 * 2, : w // 2 * 2].reshape((b, h // 2, 2, w // 2, 2, f))
     assert bool(jnp.any(jnp.sum(windows == ref[:, :, None, :, None], axis=(2, 4)) > 1))
-    g = jax.random.normal(k4, ref.shape)
-    for got, want in zip(vjp_out(g), vjp_ref(g), strict=True):  # d/dtables, d/dkernel
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("ties", [False, True])
