@@ -154,10 +154,24 @@ def uninterrupted(tmp_path_factory):
 
 
 def _sigint_after_next_checkpoint(args, cwd, run_dir: Path, after: int):
-    """Start ``args``, send SIGINT (Ctrl-C) once a checkpoint newer than ``after`` exists."""
-    proc = subprocess.Popen(
-        _cmd(args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
-    )
+    """Start ``args``, send SIGINT (Ctrl-C) once a checkpoint newer than ``after`` exists.
+
+    The child starts with SIGINT handled, as from a terminal: a pytest started in the
+    background by a script ignores SIGINT, a child would inherit that, and Python then never
+    raises KeyboardInterrupt (the run finished with exit 0). A handler set here is reset to
+    the default in the child by exec."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            _cmd(args),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+    finally:
+        signal.signal(signal.SIGINT, old)
     deadline = time.monotonic() + 300
     while max(_committed_steps(run_dir), default=0) <= after and proc.poll() is None:
         assert time.monotonic() < deadline
