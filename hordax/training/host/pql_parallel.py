@@ -5,7 +5,8 @@ jitted call releases the GIL, so the three overlap), exchanging parameters and d
 
 - **actor**: rollouts of ``T = trainer.rollout_length`` steps of all envs with the newest
   actor parameters it has received (mixed exploration; uniform actions for the first
-  ``warmup_updates`` rollouts); n-step rows (raw observations) go to the V-learner, their
+  ``warmup_updates`` rollouts); n-step rows (raw observations; the last ``n - 1`` steps of a
+  rollout wait for the next, as in the synchronous trainer) go to the V-learner, their
   observations to the P-learner, and the running observation statistics to both;
 - **V-learner**: owns the replay buffer; inserts new rows, runs critic updates in groups
   of ``beta_pv`` (sampled batches normalized with the newest statistics), publishes the
@@ -139,14 +140,17 @@ class ParallelPQL:
         self.actor_total = self.critic_total // int(self.acfg.beta_pv)
         acfg, agent, t = self.acfg, self.agent, trainer
 
-        def collect(act_state, env_state, obs, stats, key):
+        def collect(act_state, env_state, obs, stats, pending, key):
             key, k = jax.random.split(key)
             env_state, obs, tr = rollout(
                 t.env, t.env_params, NormalizedPolicy(agent, stats), act_state, env_state,
                 obs, k, self.T,
             )  # fmt: skip
-            rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
-            return env_state, obs, update_stats(stats, tr, obs), key, rows, episode_metrics(tr.info)
+            rows, count, pending = n_step_transitions(
+                tr, pending, acfg.gamma, acfg.n_step, acfg.reward_scale
+            )
+            stats = update_stats(stats, tr, obs)
+            return env_state, obs, stats, pending, key, (rows, count), episode_metrics(tr.info)
 
         def critic_group(state, buffer, stats, key):
             def step(st, k):
@@ -227,7 +231,7 @@ class ParallelPQL:
         put = jax.device_put
         # Actor: env, obs, key, statistics and an agent state to act with.
         a_state = put(s0.agent, dev["actor"])
-        a_env = put((s0.env_state, s0.obs, s0.obs_stats, s0.key), dev["actor"])
+        a_env = put((s0.env_state, s0.obs, s0.obs_stats, s0.pending, s0.key), dev["actor"])
         # V-learner: the agent state (critic side) and the replay buffer.
         v_state = put(s0.agent, dev["v_learner"])
         v_buffer = put(s0.buffer, dev["v_learner"])
@@ -245,10 +249,9 @@ class ParallelPQL:
         # Compile every program on its device before the clock starts (jit caches per
         # device), so busy times and wall_s measure running, not compiling.
         t_compile = time.perf_counter()
-        out = self._collect(a_state, *a_env)
-        rows0 = out[4]
-        self._insert(v_buffer, put(rows0, dev["v_learner"]))
-        self._insert(p_buffer, put(rows0.obs, dev["p_learner"]))
+        rows0, count0 = self._collect(a_state, *a_env)[5]
+        self._insert(v_buffer, *put((rows0, count0), dev["v_learner"]))
+        self._insert(p_buffer, *put((rows0.obs, count0), dev["p_learner"]))
         self._critic_group(v_state, v_buffer, sh.stats_v, k_v)
         jax.block_until_ready(self._actor_step(p_state, p_buffer, sh.stats_p, k_p))
         self.compile_s = time.perf_counter() - t_compile
@@ -263,7 +266,7 @@ class ParallelPQL:
         per = self.t.critic_updates
 
         def actor() -> None:
-            env_state, obs, stats, k = a_env
+            env_state, obs, stats, pend, k = a_env
             st = a_state
             eps: list[dict] = []
             for r in range(self.num_rollouts):
@@ -271,11 +274,11 @@ class ParallelPQL:
                 with sh.cond:
                     params = sh.actor_for_actor
                 st = st.replace(params={**st.params, "actor": params}, update=jnp.int32(r))
-                env_state, obs, stats, k, rows, ep = self._busy(
-                    sh, "actor", self._collect, st, env_state, obs, stats, k
+                env_state, obs, stats, pend, k, (rows, count), ep = self._busy(
+                    sh, "actor", self._collect, st, env_state, obs, stats, pend, k
                 )
-                rows_v, stats_v = put((rows, stats), dev["v_learner"])
-                obs_p, stats_p = put((rows.obs, stats), dev["p_learner"])
+                rows_v, stats_v = put(((rows, count), stats), dev["v_learner"])
+                obs_p, stats_p = put(((rows.obs, count), stats), dev["p_learner"])
                 with sh.cond:
                     sh.v_inbox.append(rows_v)
                     sh.p_inbox.append(obs_p)
@@ -297,7 +300,7 @@ class ParallelPQL:
                     sh.actor_updates,
                     time.perf_counter(),
                 )
-                final["actor"] = (env_state, obs, stats, k)
+                final["actor"] = (env_state, obs, stats, pend, k)
                 final["actor_rows"] = rows
 
         def v_learner() -> None:
@@ -314,8 +317,8 @@ class ParallelPQL:
                 with sh.cond:
                     inbox, sh.v_inbox = sh.v_inbox, []
                     stats, actor_params = sh.stats_v, sh.actor_for_v
-                for rows in inbox:
-                    buffer = self._busy(sh, "v_learner", self._insert, buffer, rows)
+                for rows, count in inbox:
+                    buffer = self._busy(sh, "v_learner", self._insert, buffer, rows, count)
                 state = state.replace(params={**state.params, "actor": actor_params})
                 state, m = self._busy(
                     sh, "v_learner", self._critic_group, state, buffer, stats,
@@ -335,8 +338,8 @@ class ParallelPQL:
                 with sh.cond:
                     inbox, sh.p_inbox = sh.p_inbox, []
                     stats, critic = sh.stats_p, sh.critic_for_p
-                for obs in inbox:
-                    buffer = self._busy(sh, "p_learner", self._insert, buffer, obs)
+                for obs, count in inbox:
+                    buffer = self._busy(sh, "p_learner", self._insert, buffer, obs, count)
                 state = state.replace(params={**state.params, "critic": critic})
                 state, m = self._busy(
                     sh, "p_learner", self._actor_step, state, buffer, stats,
@@ -413,7 +416,7 @@ class ParallelPQL:
         end = time.perf_counter()
         v_state, buffer = final["v"]
         p_state = final["p"]
-        env_state, obs, stats, key = final["actor"]
+        env_state, obs, stats, pend, key = final["actor"]
         placed = {
             "actor": _device_names((env_state, obs, stats, final["actor_rows"])),
             "v_learner": _device_names((v_state, buffer)),
@@ -428,7 +431,7 @@ class ParallelPQL:
             update=jnp.int32(self.num_rollouts),
         )
         state = OffPolicyState(
-            agent, env_state, obs, key, jnp.int32(self.num_rollouts), buffer, stats
+            agent, env_state, obs, key, jnp.int32(self.num_rollouts), buffer, stats, pend
         )
         c_end, nc_end, na_end, t_end = final["collection_end"]
         summary = {
