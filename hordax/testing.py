@@ -1047,7 +1047,10 @@ def check_vmap_states(
 
     ``max_steps_in_episode=max_steps`` < ``num_steps`` puts an auto-reset inside the batch.
     The separate calls are the contract program's un-vmapped reference (a ``lax.map`` over
-    the envs: the step's code sees one env).
+    the envs: the step's code sees one env). The contract program vmaps these slots together
+    with :func:`check_vmap_params`' slots, so here params are batched (equal in every slot);
+    ``vmap`` over states with one *shared* (unbatched) params, as the trainers run it, is
+    compared with the same reference by :func:`check_batch_resets` (``VecEnv``).
     """
     params, key = _params(env, params), _key(key)
     _with_max_steps(params, max_steps)  # the time limit is a params field

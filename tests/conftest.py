@@ -50,6 +50,36 @@ def _release_compiled_programs():
         gc.collect()
 
 
+#: Test directories whose modules compile without XLA's optimizations: their tests compile
+#: many small programs once each and run them briefly, so optimizing costs more compile time
+#: than it saves at run time (measured in one process each, load ~9-11: tests/envs/mpe 860 s
+#: -> 492 s, tests/envs/aerial 582 s -> 295 s, tests/envs/grid 456 s -> 161 s, every test
+#: passing both ways); the properties they check do not depend on it (tolerances cover float
+#: reassociation).
+#: Not for training tests: the pinned checksums are taken with optimizations on.
+FAST_COMPILE_DIRS = (
+    "tests/contract/", "tests/envs/mpe/", "tests/envs/aerial/", "tests/envs/grid/"
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fast_compiles(request: pytest.FixtureRequest):
+    """Per module of :data:`FAST_COMPILE_DIRS`: ``jax_disable_most_optimizations`` on while it
+    runs, then restored, and every compiled program dropped: jit's caches do not key on this
+    option, so a program compiled here would be reused by later tests of this process and
+    change their float results (the pinned training checksums did, when the fixture once
+    outlived its directory)."""
+    path = request.node.nodeid.replace(os.sep, "/")
+    if not path.startswith(FAST_COMPILE_DIRS):
+        yield
+        return
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    yield
+    jax.config.update("jax_disable_most_optimizations", before)
+    jax.clear_caches()
+
+
 #: The env contract suite: its tests run in groups of one env id each (see below).
 CONTRACT_FILE = "tests/contract/test_env_contract.py"
 

@@ -340,35 +340,85 @@ def _embed_conv_lax(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> j
     )
 
 
-@jax.custom_vjp
-def _embed_conv_cpu(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Array:
-    return _embed_conv_lax(codes, tables, kernel)
+#: The CPU paths of the first grid layer use all channels' joint codes (one embedding row
+#: and, in the gradient, one scattered row per cell instead of one per channel) when there
+#: are at most this many (``V ** C``); else one per channel.
+JOINT_CODES_MAX = 4096
+
+
+def _joint(per_channel: Sequence[jax.Array], vocab: int) -> jax.Array:
+    """The joint code ``sum_c v_c V^(C-1-c)`` of per-channel codes (each in ``[0, V)``)."""
+    C = len(per_channel)
+    return sum(v * vocab ** (C - 1 - c) for c, v in enumerate(per_channel))
+
+
+def _embed_conv_value(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Array:
+    """``_embed_conv_lax``'s value on CPU: with few joint codes, the embedding is one gather
+    of ``[V ** C, C * D]`` rows (each the concatenation of the channels' rows, so exactly
+    ``embed``'s result) instead of ``C`` gathers and a concatenation."""
+    C, V, D = tables.shape
+    if V**C > JOINT_CODES_MAX:
+        return _embed_conv_lax(codes, tables, kernel)
+    joint_rows = jnp.concatenate(
+        [
+            jnp.broadcast_to(
+                tables[c].reshape((1,) * c + (V,) + (1,) * (C - 1 - c) + (D,)), (V,) * C + (D,)
+            )
+            for c in range(C)
+        ],
+        axis=-1,
+    ).reshape((V**C, C * D))
+    x = joint_rows[_joint([codes[..., c] for c in range(C)], V)]
+    return jax.lax.conv_general_dilated(x, kernel, (1, 1), "VALID", dimension_numbers=_NHWC)
+
+
+_embed_conv_cpu = jax.custom_vjp(_embed_conv_value)
 
 
 def _embed_conv_fwd(codes, tables, kernel):
-    return _embed_conv_lax(codes, tables, kernel), (codes, tables, kernel)
+    return _embed_conv_value(codes, tables, kernel), (codes, tables, kernel)
 
 
 def _embed_conv_bwd(residuals, g):
     codes, tables, kernel = residuals
     kh, kw = kernel.shape[:2]
-    (C, V, D), F = tables.shape, kernel.shape[-1]
     h, w = g.shape[1:3]
-    rows = g.reshape((-1, F))
     # d/dT[i, j, c, v] = sum of g over the output positions whose input cell (+i, +j) holds
     # code v in channel c: a scatter-add of g's rows into a [V, F] table per (i, j, c)
-    d_table = jnp.stack(
-        [
-            jnp.zeros((V, F), g.dtype).at[codes[:, i : i + h, j : j + w, c].reshape(-1)].add(rows)
-            for i in range(kh)
-            for j in range(kw)
-            for c in range(C)
-        ]
-    ).reshape((kh, kw, C, V, F))
+    cells = lambda i, j, c: [codes[:, i : i + h, j : j + w, c]]  # noqa: E731
+    return None, *_table_grads(cells, g[None], tables, kernel)
+
+
+def _table_grads(cells, grads, tables, kernel):
+    """``(d/dtables, d/dkernel)`` of the first grid layer from its output gradients:
+    ``grads f32[K, B, h, w, F]`` are ``K`` blocks of output positions, ``cells(i, j, c)`` a
+    list of the ``K`` blocks' codes ``int[B, h, w]`` under kernel tap ``(i, j)`` (channel
+    ``c``). The rows are scatter-added into a ``[V, F]`` table per ``(i, j, c)``, ``d/dT``,
+    from which both gradients are small contractions. With few joint codes (``V ** C`` at
+    most :data:`JOINT_CODES_MAX`) one scatter per tap goes into a table of joint codes
+    ``(v_0, ..., v_{C-1})``, whose sums over the other channels are the per-channel tables:
+    ``C`` times fewer scattered rows, the slow part of this gradient on a CPU."""
+    kh, kw = kernel.shape[:2]
+    (C, V, D), F = tables.shape, kernel.shape[-1]
+    rows = grads.reshape((-1, F))
+    codes = lambda i, j, c: jnp.stack(cells(i, j, c)).reshape(-1)  # noqa: E731
+    per_tap = []
+    for i in range(kh):
+        for j in range(kw):
+            if V**C <= JOINT_CODES_MAX:
+                joint = _joint([codes(i, j, c) for c in range(C)], V)
+                t = jnp.zeros((V**C, F), rows.dtype).at[joint].add(rows)
+                t = t.reshape((V,) * C + (F,))
+                others = lambda c: tuple(a for a in range(C) if a != c)  # noqa: E731
+                per_tap.append(jnp.stack([t.sum(axis=others(c)) for c in range(C)]))
+            else:
+                zero = jnp.zeros((V, F), rows.dtype)
+                per_tap.append(jnp.stack([zero.at[codes(i, j, c)].add(rows) for c in range(C)]))
+    d_table = jnp.stack(per_tap).reshape((kh, kw, C, V, F))
     k = kernel.reshape((kh, kw, C, D, F))
     d_tables = jnp.einsum("ijcvf,ijcdf->cvd", d_table, k)
     d_kernel = jnp.einsum("cvd,ijcvf->ijcdf", tables, d_table).reshape(kernel.shape)
-    return None, d_tables, d_kernel
+    return d_tables, d_kernel
 
 
 _embed_conv_cpu.defvjp(_embed_conv_fwd, _embed_conv_bwd)
@@ -391,6 +441,69 @@ def embed_conv(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Ar
     """
     return jax.lax.platform_dependent(
         codes, tables, kernel, cpu=_embed_conv_cpu, default=_embed_conv_lax
+    )
+
+
+def _pool_windows(y: jax.Array) -> list[jax.Array]:
+    """The four members of each 2x2 window of ``y [B, H, W, F]`` (VALID: an odd last row or
+    column is dropped), in row-major order: four strided slices ``[B, H // 2, W // 2, F]``."""
+    hp, wp = y.shape[1] // 2, y.shape[2] // 2
+    return [y[:, a : 2 * hp : 2, b : 2 * wp : 2] for a in (0, 1) for b in (0, 1)]
+
+
+def _embed_conv_pool_lax(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Array:
+    return max_pool_2x2(_embed_conv_lax(codes, tables, kernel))
+
+
+def _embed_conv_pool_fwd(codes, tables, kernel):
+    m = _pool_windows(_embed_conv_value(codes, tables, kernel))
+    y = jnp.maximum(jnp.maximum(m[0], m[1]), jnp.maximum(m[2], m[3]))
+    # the window member that receives the gradient: the first maximum (reduce_window's)
+    first = jnp.where(m[0] == y, 0, jnp.where(m[1] == y, 1, jnp.where(m[2] == y, 2, 3)))
+    return y, (codes, tables, kernel, first.astype(jnp.int8))
+
+
+def _embed_conv_pool_bwd(residuals, g):
+    codes, tables, kernel, first = residuals
+    hp, wp = g.shape[1:3]
+    # each window member k = (a, b) is a block of output positions (2r + a, 2q + b); its
+    # gradient is g where it holds the window's first maximum, and the codes under its tap
+    # (i, j) are the strided cells (2r + a + i, 2q + b + j)
+    # [4, B, hp, wp, F], computed on rows: one flat pass (the 5-d broadcast was slower)
+    b, F = g.shape[0], g.shape[-1]
+    k = jnp.arange(4, dtype=first.dtype).reshape((4, 1, 1))
+    rows, first = g.reshape((1, -1, F)), first.reshape((1, -1, F))
+    grads = jnp.where(first == k, rows, 0.0).reshape((4, b, hp, wp, F))
+    members = [(a, b) for a in (0, 1) for b in (0, 1)]
+
+    def cells(i, j, c):
+        return [
+            codes[:, a + i : a + i + 2 * hp - 1 : 2, b + j : b + j + 2 * wp - 1 : 2, c]
+            for a, b in members
+        ]
+
+    return None, *_table_grads(cells, grads, tables, kernel)
+
+
+_embed_conv_pool_cpu = jax.custom_vjp(
+    lambda codes, tables, kernel: max_pool_2x2(_embed_conv_value(codes, tables, kernel))
+)
+_embed_conv_pool_cpu.defvjp(_embed_conv_pool_fwd, _embed_conv_pool_bwd)
+
+
+def embed_conv_pool(codes: jax.Array, tables: jax.Array, kernel: jax.Array) -> jax.Array:
+    """``max_pool_2x2(embed_conv(codes, tables, kernel))``, same function and gradients:
+    ``codes int32[B, H, W, C]`` -> ``f32[B, (H - kh + 1) // 2, (W - kw + 1) // 2, F]``.
+
+    On CPU the pool's gradient never goes back to the ``[B, H', W', F]`` map: each of the
+    four window members is a block of output positions with its own strided cells of codes,
+    so its masked gradient is scatter-added into the tables of :func:`embed_conv`'s
+    gradient directly. That drops the map-sized mask, stack and reshape passes of the
+    pool's own backward, which took about a quarter of a PPO update with the grid torso on
+    a 2-core CPU (``benchmarks/RESULTS.md``). Other platforms: ``max_pool_2x2`` of
+    ``embed_conv``'s plain path."""
+    return jax.lax.platform_dependent(
+        codes, tables, kernel, cpu=_embed_conv_pool_cpu, default=_embed_conv_pool_lax
     )
 
 
@@ -458,9 +571,13 @@ class GridTorso(nn.Module):
             (2, 2, C * self.dim, features[0]),
         )
         bias = self.param("conv_0_bias", nn.initializers.zeros, (features[0],))
-        x = nn.relu(embed_conv(codes, tables, kernel) + bias)
-        if _pools(x.shape[1], x.shape[2], len(features)):
-            x = max_pool_2x2(x)
+        h, w = codes.shape[1] - 1, codes.shape[2] - 1
+        if _pools(h, w, len(features)):
+            # max-pool before the bias and ReLU: the same values (both are monotone; max(x)
+            # + b equals max(x + b) in floats too), one map-sized pass fewer
+            x = nn.relu(embed_conv_pool(codes, tables, kernel) + bias)
+        else:
+            x = nn.relu(embed_conv(codes, tables, kernel) + bias)
         for width in features[1:]:
             if min(x.shape[1:3]) < 2:
                 raise ValueError(

@@ -8,12 +8,15 @@ traced per-member value: a population ``vmap``-s over it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
+
+from hordax.validation import need as _need
 
 
 def clipped_adam(max_grad_norm: float, eps: float = 1e-8) -> optax.GradientTransformation:
@@ -82,3 +85,28 @@ def minibatch_epochs(
 
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
     return state, jax.tree.map(jnp.mean, metrics)
+
+
+def validate_sgd(cfg: Any, batch_size: int | None = None) -> None:
+    """Host-side checks of the fields every minibatch-SGD agent config has (PPO, PQN):
+    ``learning_rate``, ``gamma``, ``max_grad_norm``, ``num_epochs``, ``num_minibatches`` (which
+    must divide ``batch_size`` = num_envs * rollout_length when given). ``ValueError`` names the
+    key (``agent.<field>``), the value and what is allowed."""
+
+    def need(ok: bool, key: str, value: object, rule: str) -> None:
+        _need(ok, key, value, rule, prefix="agent.")
+
+    lr, clip = cfg.learning_rate, cfg.max_grad_norm
+    need(math.isfinite(lr) and lr > 0, "learning_rate", lr, "must be a finite number > 0")
+    need(0.0 <= cfg.gamma <= 1.0, "gamma", cfg.gamma, "must be in [0, 1]")
+    need(math.isfinite(clip) and clip > 0, "max_grad_norm", clip, "must be > 0")
+    need(cfg.num_epochs >= 1, "num_epochs", cfg.num_epochs, "must be an integer >= 1")
+    n_mb = cfg.num_minibatches
+    need(n_mb >= 1, "num_minibatches", n_mb, "must be an integer >= 1")
+    if batch_size is not None:
+        need(
+            batch_size % n_mb == 0,
+            "num_minibatches",
+            n_mb,
+            f"must divide the batch num_envs * rollout_length = {batch_size}",
+        )

@@ -83,17 +83,11 @@ for _id, _map, _agents in (
         num_agents=_agents,
         num_background=_agents,
     )
-register(
+register(  # split="train" / "test": four maps to train on, two held out (docs/driving.md)
     "Drive-Maps-v0",
     f"{_DRIVE}:Drive",
-    scenes=(
-        "USA_Intersection-1",
-        "USA_Roundabout-1",
-        "DEU_Merging-1",
-        "DEU_Kackertstrasse-1",
-        "DEU_AachenBendplatz-1",
-        "DEU_AachenBrand-1",
-    ),
+    scenes=("USA_Intersection-1", "USA_Roundabout-1", "DEU_Merging-1", "DEU_AachenBrand-1"),
+    test_scenes=("DEU_Kackertstrasse-1", "DEU_AachenBendplatz-1"),
     num_agents=4,
     num_background=4,
 )

@@ -105,15 +105,22 @@ def _register_schemas() -> None:
 def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
     """Make env overrides work for every registered id and every params field.
 
-    - ``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>``;
+    - ``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>`` (and
+      ``tuned=<id>_<agent>`` when that tuned file exists);
     - ``env.params.<f>=v`` / ``env.kwargs.<k>=v`` / ``population.hparams.<h>=[...]`` ->
       ``++...`` (add or override: these dicts are open; their keys are checked later, by
       ``hordax.make`` and the population's validation).
     """
+    agents = [a[6:] for a in args if a.startswith("agent=")]
+    agent = agents[-1] if agents else "ppo"  # train.yaml's default agent
     out = []
     for arg in args:
         if arg.startswith("env=") and not (cfg_dir / "env" / f"{arg[4:]}.yaml").is_file():
             out += ["env=_generic", f"env.id={arg[4:]}"]
+            # train.yaml's `optional tuned: ${env}_${agent}` now names _generic: pick the id's
+            # tuned file (tuned/<id>_<agent>.yaml) explicitly, so no tuned config is skipped.
+            if (cfg_dir / "tuned" / f"{arg[4:]}_{agent}.yaml").is_file():
+                out.append(f"tuned={arg[4:]}_{agent}")
         elif arg.startswith(
             ("env.params.", "env.kwargs.", "population.hparams.", "ensemble.agents.")
         ):

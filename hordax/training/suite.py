@@ -28,9 +28,13 @@ from hordax import strict_json
 #: The results table's columns.
 COLUMNS = (
     "task", "agent", "seeds", "env_steps", "wall_s", "compile_s", "metric", "mean",
-    "ci95_lo", "ci95_hi", "threshold", "pass",
+    "ci95_lo", "ci95_hi", "threshold", "direction", "pass",
 )  # fmt: skip
-ROW_KEYS = ("task", "agent", "overrides", "metric", "threshold", "episodes", "note")
+ROW_KEYS = (
+    "task", "agent", "overrides", "metric", "threshold", "direction", "goals", "episodes", "note"
+)  # fmt: skip
+GOAL_KEYS = ("metric", "threshold", "direction")
+DIRECTIONS = ("max", "min")  # max: pass when mean >= threshold; min: when mean <= threshold
 
 
 @dataclass
@@ -40,8 +44,11 @@ class SuiteConfig:
     name: str = "headline"
     """The suite's name (its file in hordax/configs/suite/)."""
     rows: list[Any] = field(default_factory=list)
-    """``{task, agent, overrides: [...], metric, threshold, episodes?, note?}`` per row;
-    ``metric``: ``return`` or a task metric (``info["metrics"]`` name)."""
+    """``{task, agent, overrides: [...], metric, threshold, direction?, goals?, episodes?,
+    note?}`` per row; ``metric``: ``return`` or a task metric (``info["metrics"]`` name);
+    ``direction``: ``max`` (default: the mean must reach the threshold) or ``min`` (the mean
+    must stay at or below it: distances, crash rates); ``goals``: more ``{metric, threshold,
+    direction?}`` judged on the same runs, one table row each."""
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     """Training seeds per row (at least 3 for an interval over seeds)."""
     episodes: int = 64
@@ -70,9 +77,24 @@ def validate_suite(cfg: SuiteConfig) -> None:
         unknown = set(row) - set(ROW_KEYS)
         if unknown:
             raise ValueError(f"rows[{i}]: unknown keys {sorted(unknown)}; allowed {list(ROW_KEYS)}")
-        t = row["threshold"]
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
-            raise ValueError(f"rows[{i}].threshold={t!r}: must be a finite number")
+        extra = row.get("goals", [])
+        if not isinstance(extra, list):
+            raise ValueError(f"rows[{i}].goals={extra!r}: must be a list of mappings")
+        for j, goal in enumerate([row, *extra]):
+            where = f"rows[{i}]" if j == 0 else f"rows[{i}].goals[{j - 1}]"
+            if j and (not isinstance(goal, dict) or not {"metric", "threshold"} <= set(goal)):
+                raise ValueError(f"{where}: must be a mapping with metric and threshold")
+            if j and set(goal) - set(GOAL_KEYS):
+                raise ValueError(
+                    f"{where}: unknown keys {sorted(set(goal) - set(GOAL_KEYS))};"
+                    f" allowed {list(GOAL_KEYS)}"
+                )
+            t = goal["threshold"]
+            if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+                raise ValueError(f"{where}.threshold={t!r}: must be a finite number")
+            d = goal.get("direction", "max")
+            if d not in DIRECTIONS:
+                raise ValueError(f"{where}.direction={d!r}: must be one of {list(DIRECTIONS)}")
         tasks.append(row["task"])
     missing = sorted(set(cfg.only) - set(tasks))
     if missing:
@@ -88,6 +110,20 @@ def metric_value(res: dict, metric: str) -> float:
             f"metric={metric!r}: the env reports {sorted(res['metrics'])} (or 'return')"
         )
     return float(res["metrics"][metric]["mean"])
+
+
+def row_goals(row: dict) -> list[dict]:
+    """A row's goals, the row's own first: ``[{metric, threshold, direction}, ...]``."""
+    return [
+        {"metric": g["metric"], "threshold": float(g["threshold"]),
+         "direction": g.get("direction", "max")}
+        for g in [row, *row.get("goals", [])]
+    ]  # fmt: skip
+
+
+def passes(mean: float, threshold: float, direction: str) -> bool:
+    """Whether a mean over seeds meets its goal (``direction`` max: >=, min: <=)."""
+    return bool(mean >= threshold) if direction == "max" else bool(mean <= threshold)
 
 
 def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=print) -> dict:
@@ -110,7 +146,9 @@ def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=pri
         if cfg.only and row["task"] not in cfg.only:
             continue
         label = f"{row['task']}_{row['agent']}"
-        values, walls, compiles, steps, runs = [], [], [], 0, []
+        goals = row_goals(row)
+        values: dict[str, list[float]] = {g["metric"]: [] for g in goals}
+        walls, compiles, steps, runs = [], [], 0, []
         for seed in cfg.seeds:
             run_dir = os.path.join(out_dir, "runs", label, f"seed{seed}")
             overrides = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
@@ -120,31 +158,36 @@ def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=pri
             ev = run_eval(
                 EvalConfig(run_dir=run_dir, episodes=int(row.get("episodes", cfg.episodes)))
             )
-            values.append(metric_value(ev, row["metric"]))
+            for metric, vals in values.items():
+                vals.append(metric_value(ev, metric))
             walls.append(wall)
             compiles.append(summary["compile_s"])
             steps = summary["env_steps"]
             runs.append(run_dir)
-            log(f"suite: {label} seed {seed}: {row['metric']}={values[-1]:.4g} ({wall:.1f} s)")
-        st = interval(values)
-        lo, hi = st["ci95"] or (math.nan, math.nan)
-        results.append(
-            {
-                "task": row["task"],
-                "agent": row["agent"],
-                "seeds": len(values),
-                "env_steps": steps,
-                "wall_s": round(sum(walls) / len(walls), 1),
-                "compile_s": round(sum(compiles) / len(compiles), 1),
-                "metric": row["metric"],
-                "mean": st["mean"],
-                "ci95_lo": lo,
-                "ci95_hi": hi,
-                "threshold": float(row["threshold"]),
-                "pass": bool(st["mean"] >= float(row["threshold"])),
-                "per_seed": values,
-            }
-        )
+            got = ", ".join(f"{m}={v[-1]:.4g}" for m, v in values.items())
+            log(f"suite: {label} seed {seed}: {got} ({wall:.1f} s)")
+        for goal in goals:
+            vals = values[goal["metric"]]
+            st = interval(vals)
+            lo, hi = st["ci95"] or (math.nan, math.nan)
+            results.append(
+                {
+                    "task": row["task"],
+                    "agent": row["agent"],
+                    "seeds": len(vals),
+                    "env_steps": steps,
+                    "wall_s": round(sum(walls) / len(walls), 1),
+                    "compile_s": round(sum(compiles) / len(compiles), 1),
+                    "metric": goal["metric"],
+                    "mean": st["mean"],
+                    "ci95_lo": lo,
+                    "ci95_hi": hi,
+                    "threshold": goal["threshold"],
+                    "direction": goal["direction"],
+                    "pass": passes(st["mean"], goal["threshold"], goal["direction"]),
+                    "per_seed": vals,
+                }
+            )
         curves[label] = runs
     write_tables(results, out_dir)
     plot_curves(curves, os.path.join(out_dir, "curves.png"))
@@ -177,12 +220,13 @@ def write_tables(results: list[dict], out_dir: str) -> None:
         w.writerow({**r, "per_seed": strict_json.dumps(r["per_seed"])})
     write_atomic(os.path.join(out_dir, "results.csv"), buf.getvalue())
     head = ["task", "agent", "seeds", "env steps", "wall s / seed", "compile s", "eval metric",
-            "mean [95 % CI]", "threshold", "pass"]  # fmt: skip
+            "mean [95 % CI]", "goal", "pass"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         ci = f"{_fmt(r['mean'])} [{_fmt(r['ci95_lo'])}, {_fmt(r['ci95_hi'])}]"
         verdict = "pass" if r["pass"] else "FAIL"
-        cells = [*(r[k] for k in COLUMNS[:7]), ci, _fmt(r["threshold"]), verdict]
+        goal = (">= " if r["direction"] == "max" else "<= ") + _fmt(r["threshold"])
+        cells = [*(r[k] for k in COLUMNS[:7]), ci, goal, verdict]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     write_atomic(os.path.join(out_dir, "results.md"), "\n".join(lines) + "\n")
 

@@ -2,8 +2,9 @@
 
 On CPU the convolutions run as a patches matmul (few output positions) or as canonical
 NHWC/HWIO convolutions with a custom gradient; the grid torso's first layer (embedding +
-2x2 convolution) takes its gradient from the codes; its max-pool is a reshape with a mask
-gradient. Each must equal ``jax.lax.conv_general_dilated`` / ``jnp.take`` /
+2x2 convolution) takes its gradient from the codes, and with the max-pool after it, the
+pool's masked gradient goes straight into the code tables; the max-pool alone is a reshape
+with a mask gradient. Each must equal ``jax.lax.conv_general_dilated`` / ``jnp.take`` /
 ``flax.linen.max_pool`` in value and gradient, and a scanned update must contain only
 canonical convolutions (the non-canonical ones are what XLA:CPU ran as naive loops inside
 loops).
@@ -24,6 +25,7 @@ from hordax.agents.networks import (
     conv_general_dilated,
     embed,
     embed_conv,
+    embed_conv_pool,
     grid_conv_macs,
     make_torso,
     max_pool_2x2,
@@ -95,22 +97,37 @@ def _embed_conv_ref(codes, tables, kernel):
     return _lax(embed(codes, tables), kernel, "VALID")
 
 
-@pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 16), ((3, 5, 6, 3), 5)])
-def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(codes_shape, vocab):
-    """The first grid layer: value and d/d(tables, kernel) of embed + lax conv (jitted)."""
-    k1, k2, k3, k4 = jax.random.split(jax.random.key(8), 4)
-    codes = jax.random.randint(k1, codes_shape, 0, vocab)
-    c = codes_shape[-1]
-    tables = jax.random.normal(k2, (c, vocab, 4))
-    kernel = jax.random.normal(k3, (2, 2, c * 4, 8))
-    ref, vjp_ref = jax.vjp(lambda t, k: _embed_conv_ref(codes, t, k), tables, kernel)
-    out, vjp_out = jax.jit(lambda t, k: jax.vjp(lambda t, k: embed_conv(codes, t, k), t, k))(
+def _check_first_layer(fused, reference, codes, vocab, keys):
+    """Random embedding tables ``[C, vocab, 4]`` and a 2x2 kernel to 8 features for ``codes``
+    ``[B, H, W, C]`` (``keys``: tables, kernel, cotangent): ``fused(codes, tables, kernel)``
+    under jit equals ``reference`` in value and in d/d(tables, kernel) for a random cotangent.
+    Returns ``(tables, kernel, value)``."""
+    k_tables, k_kernel, k_cot = keys
+    c = codes.shape[-1]
+    tables = jax.random.normal(k_tables, (c, vocab, 4))
+    kernel = jax.random.normal(k_kernel, (2, 2, c * 4, 8))
+    ref, vjp_ref = jax.vjp(lambda t, k: reference(codes, t, k), tables, kernel)
+    out, vjp_out = jax.jit(lambda t, k: jax.vjp(lambda t, k: fused(codes, t, k), t, k))(
         tables, kernel
     )
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
-    g = jax.random.normal(k4, ref.shape)
+    g = jax.random.normal(k_cot, ref.shape)
     for got, want in zip(vjp_out(g), vjp_ref(g), strict=True):  # d/dtables, d/dkernel
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return tables, kernel, ref
+
+
+@pytest.mark.parametrize("joint", [True, False])
+@pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 16), ((3, 5, 6, 3), 5)])
+def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(
+    codes_shape, vocab, joint, monkeypatch
+):
+    """The first grid layer: value and d/d(tables, kernel) of embed + lax conv (jitted),
+    through joint codes (one row per cell) or, above ``JOINT_CODES_MAX``, per channel."""
+    monkeypatch.setattr(networks, "JOINT_CODES_MAX", 4096 if joint else 0)
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(8), 4)
+    codes = jax.random.randint(k1, codes_shape, 0, vocab)
+    _check_first_layer(embed_conv, _embed_conv_ref, codes, vocab, (k2, k3, k4))
 
 
 def _max_pool_ref(x):
@@ -137,12 +154,56 @@ def test_max_pool__equals_flax_max_pool_and_its_gradient(shape, ties):
     np.testing.assert_allclose(vjp_out(g)[0], vjp_ref(g)[0], atol=1e-6)
 
 
+def _embed_conv_pool_ref(codes, tables, kernel):
+    return _max_pool_ref(_embed_conv_ref(codes, tables, kernel))
+
+
+@pytest.mark.parametrize("joint", [True, False])
+@pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 3), ((3, 8, 7, 3), 5)])
+def test_embed_conv_pool__equals_embedding_lax_conv_and_flax_max_pool_with_gradients(
+    codes_shape, vocab, joint, monkeypatch
+):
+    """The first grid layer fused with the max-pool (CPU: the pool's gradient goes straight
+    into the code tables). Few codes, mostly one, as in real grids: identical neighbouring
+    cells give tied window maxima, and the gradient must still go to the one member that
+    reduce_window's picks (checked below). (8, 7) -> a 7x6 map: the odd row is dropped.
+    Joint codes or per channel, as in the test above."""
+    monkeypatch.setattr(networks, "JOINT_CODES_MAX", 4096 if joint else 0)
+    k1, k2, k3, k4, k5 = jax.random.split(jax.random.key(11), 5)
+    # mostly code 0 (floor, walls), as a grid view: many identical neighbouring patches
+    codes = jax.random.randint(k1, codes_shape, 0, vocab)
+    codes = jnp.where(jax.random.uniform(k5, codes_shape) < 0.8, 0, codes)
+    tables, kernel, ref = _check_first_layer(
+        embed_conv_pool, _embed_conv_pool_ref, codes, vocab, (k2, k3, k4)
+    )
+    conv = _embed_conv_ref(codes, tables, kernel)  # the case has tied window maxima
+    b, h, w, f = conv.shape
+    windows = conv[:, : h // 2 * 2, : w // 2 * 2].reshape((b, h // 2, 2, w // 2, 2, f))
+    assert bool(jnp.any(jnp.sum(windows == ref[:, :, None, :, None], axis=(2, 4)) > 1))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_pool_then_bias_and_relu__equals_bias_relu_then_pool(ties):
+    """The grid torso max-pools its first layer before adding the bias and the ReLU
+    (rl-starter-files' order is conv, ReLU, pool): the same values and gradients."""
+    x = jax.random.normal(jax.random.key(12), (4, 6, 6, 8))
+    x = jnp.round(x) if ties else x
+    bias = jax.random.normal(jax.random.key(13), (8,))
+    g = jax.random.normal(jax.random.key(14), (4, 3, 3, 8))
+    ref, vjp_ref = jax.vjp(lambda x, b: _max_pool_ref(nn.relu(x + b)), x, bias)
+    out, vjp_out = jax.vjp(lambda x, b: nn.relu(_max_pool_ref(x) + b), x, bias)
+    np.testing.assert_array_equal(out, ref)
+    for got, want in zip(vjp_out(g), vjp_ref(g), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def _reference_torso(monkeypatch):
     """Make the torsos use the plain jax ops (lax convolution, embedding + lax convolution,
     flax's max-pool)."""
     monkeypatch.setattr(networks, "conv_general_dilated", jax.lax.conv_general_dilated)
     monkeypatch.setattr(networks, "embed_conv", _embed_conv_ref)
     monkeypatch.setattr(networks, "max_pool_2x2", _max_pool_ref)
+    monkeypatch.setattr(networks, "embed_conv_pool", _embed_conv_pool_ref)
 
 
 @pytest.mark.parametrize(

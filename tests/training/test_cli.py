@@ -266,3 +266,60 @@ def test_cli__nested_env_params_reach_make():
     assert float(params.quad.mass) == pytest.approx(0.3)
     assert float(params.ctrl.max_tilt) == pytest.approx(0.5)
     assert float(params.quad.gravity) == float(env.default_params.quad.gravity)
+
+
+@pytest.mark.parametrize(
+    ("args", "tuned"),
+    [
+        (["env=Debug-MultiPointMass-v0", "agent=ippo"], True),  # no configs/env/<id>.yaml
+        (["env=Debug-MultiPointMass-v0", "agent=mappo"], False),  # no tuned file for mappo
+        (["env=Pendulum-v1", "agent=ppo"], True),  # an id with its own env yaml
+    ],
+)
+def test_cli__tuned_config_applies_with_or_without_an_env_yaml(args, tuned):
+    """`hordax train env=<id> agent=<a>` applies tuned/<id>_<a>.yaml whether or not the id
+    has configs/env/<id>.yaml (ids without one were run as env=_generic and their tuned file
+    was skipped silently); without a tuned file the agent's defaults stay."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from hordax.training import cli
+
+    cli._register_schemas()
+    cfg_dir = cli.config_dir()
+    env_id, agent = args[0][4:], args[1][6:]
+    want = OmegaConf.load(cfg_dir / "tuned" / f"{env_id}_{agent}.yaml") if tuned else None
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        cfg = compose("train", overrides=cli.rewrite_env_override(args, cfg_dir))
+        default = compose("train", overrides=[f"agent={agent}", "env=_generic"])
+    assert cfg.env.id == env_id
+    if tuned:
+        for key, value in want.agent.items():
+            if not OmegaConf.is_config(value):
+                assert cfg.agent[key] == value, key
+        for key, value in want.get("trainer", {}).items():
+            assert cfg.trainer[key] == value, key
+    else:
+        assert cfg.agent == default.agent and cfg.trainer == default.trainer
+
+
+def test_cli__tuned_config_may_set_train_yaml_keys(tmp_path):
+    """A tuned file also sets train.yaml's own keys (eval.*, checkpoint.*): train.yaml's
+    `_self_` comes before `tuned` in its defaults list (after it, train.yaml's values won)."""
+    import shutil
+
+    from hydra import compose, initialize_config_dir
+
+    from hordax.training import cli
+
+    cli._register_schemas()
+    cfg_dir = tmp_path / "configs"
+    shutil.copytree(cli.config_dir(), cfg_dir)
+    (cfg_dir / "tuned" / "CartPole-v1_ppo.yaml").write_text(
+        "# @package _global_\neval:\n  episodes: 5\ncheckpoint:\n  every: 3\n"
+    )
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        cfg = compose("train", overrides=["env=CartPole-v1", "agent=ppo"])
+        given = compose("train", overrides=["env=CartPole-v1", "eval.episodes=7"])
+    assert cfg.eval.episodes == 5 and cfg.checkpoint.every == 3
+    assert given.eval.episodes == 7  # the command line still wins

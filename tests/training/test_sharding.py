@@ -3,7 +3,9 @@
 - a PPO run with the env batch split over 8 devices equals the 1-device run (same seed);
 - the shardings declared for the train state are the ones its arrays actually have;
 - a population of 8 split over the ``seed`` axis equals 8 separate runs, member i being the
-  run with seed + i and its own learning rate.
+  run with seed + i and its own learning rate;
+- multi-agent PPO (MAPPO with two teams and a centralized critic, MPE-SimpleTag-v0) with the
+  env batch split over 8 devices equals the 1-device run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 import hordax
-from hordax.agents.ppo import PPOConfig
+from hordax.agents.ppo import MAPPOConfig, PPOConfig
 from hordax.training.config import MeshConfig, PopulationConfig, TrainConfig, TrainerConfig
 from hordax.training.host import sharding
 from hordax.training.host.programs import make_programs
@@ -140,3 +142,26 @@ def test_mesh__bad_shapes_name_the_key():
         sharding.train_mesh(_mesh(1, 3), num_envs=16)
     auto = sharding.train_mesh(MeshConfig(), num_envs=4096, population=4)
     assert dict(auto.shape) == {"seed": 4, "data": 2}
+
+
+@pytest.mark.timeout(600)
+def test_sharded__multi_agent_8_devices_equal_1_device():
+    """MAPPO on MPE-SimpleTag-v0 (teams adversary/agent with their own parameters, a critic on
+    the global state, agent masks): the env batch over 8 devices gives the 1-device run's
+    losses, per-team returns and parameters (the agent axis stays inside each env's shard)."""
+    cfg = dataclasses.replace(
+        BASE, agent=MAPPOConfig(num_minibatches=2, num_epochs=2, normalize_obs=True)
+    )
+    s1, m1, p1 = _run(dataclasses.replace(cfg, mesh=_mesh(1, 1)), "MPE-SimpleTag-v0")
+    s8, m8, p8 = _run(dataclasses.replace(cfg, mesh=_mesh(1, 8)), "MPE-SimpleTag-v0")
+    assert p1.mesh.devices.size == 1 and p8.mesh.devices.size == 8
+    for obs in jax.tree.leaves(s8.obs):  # the actor's and the critic's observations
+        assert obs.sharding.spec == P("data") and len(obs.sharding.device_set) == 8
+    team_keys = [k for k in m1 if k.startswith("team/")]
+    assert team_keys, sorted(m1)  # per-team returns are reported
+    for name in ("loss", "value_loss", "episode_return_sum", "episode_count", *team_keys):
+        np.testing.assert_allclose(m8[name], m1[name], rtol=2e-3, atol=1e-4, err_msg=name)
+    leaves1, leaves8 = jax.tree.leaves(s1.agent.params), jax.tree.leaves(s8.agent.params)
+    assert len(leaves1) == len(leaves8)
+    for a, b in zip(leaves8, leaves1, strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=1e-5)

@@ -28,9 +28,12 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tmp_path):
     proc = _cli(["suite", "suite=tiny", f"out_dir={out}"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert summary["rows"] == 1
+    assert summary["rows"] == 2  # the row's goal and its lower-is-better goal
     with open(out / "results.csv") as f:
-        (row,) = list(csv.DictReader(f))
+        row, low = list(csv.DictReader(f))
+    assert (low["metric"], low["direction"], low["threshold"]) == ("return", "min", "500.0")
+    assert low["per_seed"] == row["per_seed"]  # judged on the same runs
+    assert (low["pass"] == "True") == (float(low["mean"]) <= 500.0)
     assert row["task"] == "CartPole-v1" and row["seeds"] == "3" and row["env_steps"] == "16384"
     per_seed = json.loads(row["per_seed"])
     evals = [
@@ -44,6 +47,7 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tmp_path):
     assert (row["pass"] == "True") == (float(row["mean"]) >= float(row["threshold"]))
     md = (out / "results.md").read_text()
     assert md.startswith("| task | agent |") and "CartPole-v1 | ppo | 3 | 16384" in md
+    assert "| >= 25 |" in md and "| <= 500 |" in md
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -61,6 +65,28 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tmp_path):
             "rows[0]: unknown keys ['s']",
         ),  # fmt: skip
         (SuiteConfig(seeds=[0, 0], rows=[{}]), "seeds=[0, 0]"),
+        (
+            SuiteConfig(
+                rows=[
+                    {"task": "a", "agent": "p", "metric": "x", "threshold": 1, "direction": "down"}
+                ]
+            ),
+            "rows[0].direction='down'",
+        ),
+        (
+            SuiteConfig(
+                rows=[
+                    {
+                        "task": "a",
+                        "agent": "p",
+                        "metric": "x",
+                        "threshold": 1,
+                        "goals": [{"metric": "d", "threshold": 1, "below": 1}],
+                    }
+                ]
+            ),
+            "rows[0].goals[0]: unknown keys ['below']",
+        ),
     ],
 )
 def test_validate_suite__names_the_key(cfg, names):

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from hordax.agents.networks import NetworkConfig, validate_network
+from hordax.agents.sgd import validate_sgd
 from hordax.validation import need as shared_need
 
 
@@ -43,6 +44,11 @@ class PPOConfig:
     """Running observation normalization (statistics saved with the agent)."""
     normalize_reward: bool = False
     """Scale rewards by the running std of the discounted return."""
+    bootstrap_truncation: bool = True
+    """Bootstrap ``V(final_observation)`` where an episode is truncated (the default:
+    a time limit that is not part of the task). False: a truncation ends the return like a
+    termination, JaxMARL's and PureJaxRL's treatment, for tasks whose fixed horizon is the
+    task (MPE's 25 steps; see benchmarks/RESULTS.md, section 14)."""
     critic_obs: bool = False
     """The critic reads the env's critic_observation (asymmetric actor-critic; MAPPO's
     centralized critic); the env must provide one."""
@@ -77,34 +83,11 @@ def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
     need = functools.partial(shared_need, prefix="agent.")
 
     finite = math.isfinite
-    need(
-        finite(cfg.learning_rate) and cfg.learning_rate > 0,
-        "learning_rate",
-        cfg.learning_rate,
-        "must be a finite number > 0",
-    )
-    need(0.0 <= cfg.gamma <= 1.0, "gamma", cfg.gamma, "must be in [0, 1]")
+    validate_sgd(cfg, batch_size)
     need(0.0 <= cfg.gae_lambda <= 1.0, "gae_lambda", cfg.gae_lambda, "must be in [0, 1]")
     need(finite(cfg.clip_eps) and cfg.clip_eps > 0, "clip_eps", cfg.clip_eps, "must be > 0")
     need(finite(cfg.ent_coef) and cfg.ent_coef >= 0, "ent_coef", cfg.ent_coef, "must be >= 0")
     need(finite(cfg.vf_coef) and cfg.vf_coef >= 0, "vf_coef", cfg.vf_coef, "must be >= 0")
-    need(
-        finite(cfg.max_grad_norm) and cfg.max_grad_norm > 0,
-        "max_grad_norm",
-        cfg.max_grad_norm,
-        "must be > 0",
-    )
-    need(cfg.num_epochs >= 1, "num_epochs", cfg.num_epochs, "must be an integer >= 1")
-    need(
-        cfg.num_minibatches >= 1, "num_minibatches", cfg.num_minibatches, "must be an integer >= 1"
-    )
-    if batch_size is not None:
-        need(
-            batch_size % cfg.num_minibatches == 0,
-            "num_minibatches",
-            cfg.num_minibatches,
-            f"must divide the batch num_envs * rollout_length = {batch_size}",
-        )
     validate_network(cfg.network)
     for team, sizes in dict(getattr(cfg, "team_hidden_sizes", None) or {}).items():
         need(

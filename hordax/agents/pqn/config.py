@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from hordax.agents.networks import validate_layers
+from hordax.agents.sgd import validate_sgd
 from hordax.validation import need as shared_need
 
 
@@ -59,39 +60,16 @@ def validate_pqn(cfg: PQNConfig, batch_size: int | None = None) -> None:
     need = functools.partial(shared_need, prefix="agent.")
 
     fin = math.isfinite
-    need(
-        fin(cfg.learning_rate) and cfg.learning_rate > 0,
-        "learning_rate",
-        cfg.learning_rate,
-        "must be a finite number > 0",
-    )
-    need(0.0 <= cfg.gamma <= 1.0, "gamma", cfg.gamma, "must be in [0, 1]")
+    validate_sgd(cfg, batch_size)
     need(0.0 <= cfg.q_lambda <= 1.0, "q_lambda", cfg.q_lambda, "must be in [0, 1]")
     for k in ("epsilon_start", "epsilon_finish"):
         v = getattr(cfg, k)
         need(0.0 <= v <= 1.0, k, v, "must be in [0, 1]")
     need(0.0 < cfg.epsilon_decay <= 1.0, "epsilon_decay", cfg.epsilon_decay, "must be in (0, 1]")
     need(
-        fin(cfg.max_grad_norm) and cfg.max_grad_norm > 0,
-        "max_grad_norm",
-        cfg.max_grad_norm,
-        "must be > 0",
-    )
-    need(
         fin(cfg.reward_scale) and cfg.reward_scale > 0,
         "reward_scale",
         cfg.reward_scale,
         "must be > 0",
     )
-    need(cfg.num_epochs >= 1, "num_epochs", cfg.num_epochs, "must be an integer >= 1")
-    need(
-        cfg.num_minibatches >= 1, "num_minibatches", cfg.num_minibatches, "must be an integer >= 1"
-    )
-    if batch_size is not None:
-        need(
-            batch_size % cfg.num_minibatches == 0,
-            "num_minibatches",
-            cfg.num_minibatches,
-            f"must divide the batch num_envs * rollout_length = {batch_size}",
-        )
     validate_layers(cfg.network.hidden_sizes, cfg.network.activation, "agent.network.")

@@ -32,6 +32,7 @@ their goal, collided, went off-road, drove infeasibly (so far this episode; read
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,7 @@ DYNAMICS = ("classic", "bicycle", "delta_local", "state")
 ACTION_DIMS = {"classic": 2, "bicycle": 2, "delta_local": 3, "state": 4}
 COLLISION_BEHAVIORS = ("ignore", "stop", "remove")
 REWARD_TYPES = ("weighted", "sparse")
+SPLITS = ("all", "train", "test")
 
 
 @struct.dataclass
@@ -297,6 +299,49 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
     def agent_mask(self, state: DriveState, params: DriveParams) -> jax.Array:
         """``bool[n]``: the controlled agents still acting (spawned, not done)."""
         return state.active
+
+    @property
+    def default_params(self) -> DriveParams:
+        return self._default
+
+    def validate_params(self, params: DriveParams) -> None:
+        super().validate_params(params)
+        validate_scalars(params)
+        check_road(params.scenes.road)
+        self._validate_scenes(params.scenes)
+
+    def _validate_scenes(self, scenes) -> None:
+        """The subclass's checks of its scene arrays (``params.scenes``)."""
+        raise NotImplementedError
+
+    def _start(self, index, pos, yaw, vel, size, kind, exists, goal, spawned) -> DriveState:
+        """A fresh episode's state: the scene's objects as placed (``[M, ...]``), goals
+        ``[n, 2]``, every agent's events cleared, time 0; route fields empty (the generated
+        traffic of :class:`Drive` fills them)."""
+        n, m = self._n, self._m
+        none = jnp.zeros(n, bool)
+        return DriveState(
+            scene=index,
+            pos=pos,
+            yaw=yaw,
+            vel=vel,
+            size=size,
+            kind=kind,
+            exists=exists,
+            goal=goal,
+            active=spawned,
+            spawned=spawned,
+            reached=none,
+            collided=none,
+            offroad=none,
+            infeasible=none,
+            goal_dist=jnp.linalg.norm(goal - pos[:n], axis=-1),
+            route=jnp.zeros((m, 1), jnp.int32),
+            hop=jnp.zeros(m, jnp.int32),
+            s=jnp.zeros(m),
+            desired=jnp.zeros(m),
+            time=jnp.int32(0),
+        )
 
     # -- spaces -------------------------------------------------------------------------------
 
@@ -561,8 +606,13 @@ class Drive(_Driving):
         num_background: IDM-driven vehicles beside them (spawned where slots allow).
         route_hops: lanes in a route (goals and background routes follow successors).
         num_variants, seed: procedural layouts per kind and the host seed that draws them.
-        Remaining arguments: see :class:`_Driving` (dynamics, actions, observation sizes,
-        lidar, collision behaviour, reward type).
+        test_scenes: held-out scenes (maps and/or procedural kinds; a procedural kind here
+            draws its layouts from a second seed stream, so they differ from ``scenes``').
+        split: which scenes the batch holds: ``"train"`` (``scenes``), ``"test"``
+            (``test_scenes``) or ``"all"`` (both; the default). Train with
+            ``split="train"``, evaluate with ``hordax eval RUN_DIR split=test``.
+        **options: keyword arguments of :class:`_Driving` (dynamics, actions, observation
+            sizes, lidar, collision behaviour, reward type).
     """
 
     def __init__(
@@ -573,17 +623,12 @@ class Drive(_Driving):
         route_hops: int = 8,
         num_variants: int = 8,
         seed: int = 0,
-        dynamics: str = "classic",
-        action_type: str = "discrete",
-        steer_bins: int = 13,
-        accel_bins: int = 7,
-        max_partners: int = 63,
-        max_road_points: int = 200,
-        lidar_rays: int = 0,
-        collision_behavior: str = "remove",
-        reward_type: str = "weighted",
+        test_scenes: str | Sequence[str] = (),
+        split: str = "all",
+        **options: Any,
     ):
-        from hordax.envs.driving.sources import map_scenes
+        from hordax.envs.driving.scene import stack_maps
+        from hordax.envs.driving.sources import map_arrays
 
         need(
             isinstance(num_background, int) and num_background >= 0,
@@ -597,36 +642,29 @@ class Drive(_Driving):
             route_hops,
             "must be an integer >= 2",
         )
-        super().__init__(
-            num_agents,
-            num_agents + num_background,
-            dynamics=dynamics,
-            action_type=action_type,
-            steer_bins=steer_bins,
-            accel_bins=accel_bins,
-            max_partners=max_partners,
-            max_road_points=max_road_points,
-            lidar_rays=lidar_rays,
-            collision_behavior=collision_behavior,
-            reward_type=reward_type,
+        need(split in SPLITS, "split", repr(split), f"must be one of {SPLITS}")
+        test_scenes = (test_scenes,) if isinstance(test_scenes, str) else tuple(test_scenes)
+        need(
+            split != "test" or bool(test_scenes),
+            "split",
+            "'test'",
+            "needs held-out scenes: test_scenes=() is empty",
         )
+        super().__init__(num_agents, num_agents + num_background, **options)
         self.scene_names = (scenes,) if isinstance(scenes, str) else tuple(scenes)
+        self.test_scene_names, self.split = test_scenes, split
         self.route_hops = route_hops
-        self._scenes = map_scenes(
-            self.scene_names, num_variants, seed, min_roads=self.max_road_points, min_slots=self._m
-        )
+        arrays = []
+        if split != "test":
+            arrays += map_arrays(self.scene_names, num_variants, seed)
+        if split != "train" and test_scenes:
+            arrays += map_arrays(test_scenes, num_variants, seed, True, "test_scenes")
+        self._scenes = stack_maps(arrays, self.max_road_points, self._m)
         self._default = DriveParams(scenes=self._scenes)
         self.validate_params(self._default)
 
-    @property
-    def default_params(self) -> DriveParams:
-        return self._default
-
-    def validate_params(self, params: DriveParams) -> None:
-        super().validate_params(params)
-        validate_scalars(params)
-        check_road(params.scenes.road)
-        lanes = params.scenes.lanes
+    def _validate_scenes(self, scenes) -> None:
+        lanes = scenes.lanes
         for name in ("pts", "cum", "length", "speed_limit", "spawn_s"):
             v = getattr(lanes, name)
             need(
@@ -690,29 +728,10 @@ class Drive(_Driving):
         )
         jitter = 1.0 + params.size_jitter * (2 * u[6].reshape(m, 2) - 1)
         size = jnp.stack([params.vehicle_length, params.vehicle_width]) * jitter
-        spawned = exists[:n]
-        state = DriveState(
-            scene=index,
-            pos=pos,
-            yaw=yaw,
-            vel=speed[:, None] * dyn.heading(yaw),
-            size=size,
-            kind=exists.astype(jnp.int32),
-            exists=exists,
-            goal=goal,
-            active=spawned,
-            spawned=spawned,
-            reached=jnp.zeros(n, bool),
-            collided=jnp.zeros(n, bool),
-            offroad=jnp.zeros(n, bool),
-            infeasible=jnp.zeros(n, bool),
-            goal_dist=jnp.linalg.norm(goal - pos[:n], axis=-1),
-            route=route,
-            hop=jnp.zeros(m, jnp.int32),
-            s=s0,
-            desired=desired,
-            time=jnp.int32(0),
-        )
+        vel = speed[:, None] * dyn.heading(yaw)
+        kind = exists.astype(jnp.int32)
+        state = self._start(index, pos, yaw, vel, size, kind, exists, goal, exists[:n])
+        state = state.replace(route=route, s=s0, desired=desired)
         return self._observe(state, scene.road, params), state
 
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
@@ -768,7 +787,7 @@ class DriveLog(_Driving):
         num_agents: controlled slots (files with fewer controllable vehicles pad them).
         max_objects: object slots in all (controlled + replayed); a file with more objects
             is refused, naming the file and field.
-        Remaining arguments: see :class:`_Driving`.
+        **options: keyword arguments of :class:`_Driving`.
     """
 
     def __init__(
@@ -776,15 +795,7 @@ class DriveLog(_Driving):
         files: str | Sequence[str] = (),
         num_agents: int = 4,
         max_objects: int = 16,
-        dynamics: str = "classic",
-        action_type: str = "discrete",
-        steer_bins: int = 13,
-        accel_bins: int = 7,
-        max_partners: int = 63,
-        max_road_points: int = 200,
-        lidar_rays: int = 0,
-        collision_behavior: str = "remove",
-        reward_type: str = "weighted",
+        **options: Any,
     ):
         from hordax.envs.driving import gpudrive_json
         from hordax.envs.driving.scene import stack_logs
@@ -796,19 +807,7 @@ class DriveLog(_Driving):
             max_objects,
             f"must be an integer >= num_agents={num_agents}",
         )
-        super().__init__(
-            num_agents,
-            max_objects,
-            dynamics=dynamics,
-            action_type=action_type,
-            steer_bins=steer_bins,
-            accel_bins=accel_bins,
-            max_partners=max_partners,
-            max_road_points=max_road_points,
-            lidar_rays=lidar_rays,
-            collision_behavior=collision_behavior,
-            reward_type=reward_type,
-        )
+        super().__init__(num_agents, max_objects, **options)
         self.files = files
         goal_radius = DriveParams(scenes=None).goal_radius
         logs = [
@@ -819,15 +818,7 @@ class DriveLog(_Driving):
         self._default = DriveParams(scenes=stack_logs(logs, min_roads=self.max_road_points))
         self.validate_params(self._default)
 
-    @property
-    def default_params(self) -> DriveParams:
-        return self._default
-
-    def validate_params(self, params: DriveParams) -> None:
-        super().validate_params(params)
-        validate_scalars(params)
-        check_road(params.scenes.road)
-        sc = params.scenes
+    def _validate_scenes(self, sc) -> None:
         for name in ("traj", "size", "goal"):
             v = getattr(sc, name)
             need(_all(v, lambda x: x == x), f"params.scenes.{name}", _show(v), "must be finite")
@@ -841,34 +832,23 @@ class DriveLog(_Driving):
         )
 
     def reset_env(self, key, params: DriveParams):
-        n, m = self._n, self._m
+        n = self._n
         count = num_scenes(params.scenes)
         index = jnp.minimum((jax.random.uniform(key) * count).astype(jnp.int32), count - 1)
         sc = scene_at(params.scenes, index)
         exists = sc.valid[:, 0]
         spawned = sc.controlled[:n] & exists[:n]
-        goal = sc.goal[:n]
-        state = DriveState(
-            scene=index,
-            pos=sc.traj[:, 0, 0:2],
-            yaw=sc.traj[:, 0, 2],
-            vel=sc.traj[:, 0, 3:5],
-            size=sc.size,
-            kind=sc.kind,
-            exists=exists,
-            goal=goal,
-            active=spawned,
-            spawned=spawned,
-            reached=jnp.zeros(n, bool),
-            collided=jnp.zeros(n, bool),
-            offroad=jnp.zeros(n, bool),
-            infeasible=jnp.zeros(n, bool),
-            goal_dist=jnp.linalg.norm(goal - sc.traj[:n, 0, 0:2], axis=-1),
-            route=jnp.zeros((m, 1), jnp.int32),
-            hop=jnp.zeros(m, jnp.int32),
-            s=jnp.zeros(m),
-            desired=jnp.zeros(m),
-            time=jnp.int32(0),
+        start = sc.traj[:, 0]
+        state = self._start(
+            index,
+            start[:, 0:2],
+            start[:, 2],
+            start[:, 3:5],
+            sc.size,
+            sc.kind,
+            exists,
+            sc.goal[:n],
+            spawned,
         )
         return self._observe(state, sc.road, params), state
 
@@ -883,3 +863,20 @@ class DriveLog(_Driving):
             vel=state.vel.at[n:].set(now[:, 3:5]),
             exists=state.exists.at[n:].set(scene.valid[n:, t]),
         )
+
+
+def _spell_out_options(cls: type) -> type:
+    """Give ``cls`` (whose ``__init__`` forwards ``**options`` to :class:`_Driving`) the
+    signature with those options spelled out as keyword-only arguments: the registry reads
+    it to tell constructor arguments from params overrides (``make(id, dynamics=...,
+    progress_weight=...)``), and ``help(cls)`` shows them."""
+    own = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
+    shared = list(inspect.signature(_Driving.__init__).parameters.values())[3:]
+    own = [p for p in own if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    shared = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in shared]
+    cls.__signature__ = inspect.Signature(own + shared)
+    return cls
+
+
+_spell_out_options(Drive)
+_spell_out_options(DriveLog)

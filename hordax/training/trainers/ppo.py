@@ -132,6 +132,8 @@ class PPOTrainer(UpdateLoop):
         if self.multi_agent:  # per agent: its own terminal flag, the episode's truncation
             terminated = tr.info["agent_terminated"] | terminated[..., None]
             truncated = jnp.broadcast_to(truncated[..., None], terminated.shape)
+        if not acfg.bootstrap_truncation:  # the fixed horizon is the task: no bootstrap
+            terminated = terminated | truncated
         advantage, target = compute_gae(
             tr.reward,
             value,

@@ -164,25 +164,30 @@ def test_env__scripted_driver_reaches_goals_reward_and_termination():
 
 def test_env__spawns_are_collision_free_and_on_the_road_on_every_map():
     env, params = hordax.make("Drive-Maps-v0", **TINY)
-    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
-        jax.random.split(jax.random.key(2), 96), params
-    )
-    assert len(np.unique(np.asarray(state.scene))) == 6  # every map drawn
-    for b in range(96):
-        s = jax.tree.map(lambda x, b=b: x[b], state)
+    episodes = 96
+
+    def spawn(key, params):
+        """One reset and its checks, in one program for all episodes (no per-episode
+        host loop): boxes of existing objects pairwise apart, centres on the drivable area."""
+        obs, s = env.reset(key, params)
         corners = box_corners(s.pos, s.yaw, s.size[:, 0], s.size[:, 1])
-        overlap = np.array(boxes_overlap(corners[:, None], corners[None]))
-        ex = np.asarray(s.exists)
-        np.fill_diagonal(overlap, False)
-        assert not (overlap & ex[:, None] & ex[None]).any()
+        both = s.exists[:, None] & s.exists[None] & ~jnp.eye(env.num_objects, dtype=bool)
+        overlap = boxes_overlap(corners[:, None], corners[None]) & both
         road = scene_at(params.scenes, s.scene).road
-        assert np.asarray(points_in_quads(s.pos, road.quads, road.quad_valid))[ex].all()
-        assert np.all(np.asarray(s.active)) and np.all(np.asarray(s.goal_dist) > 2.0)
+        on_road = points_in_quads(s.pos, road.quads, road.quad_valid) | ~s.exists
+        return s, jnp.any(overlap), jnp.all(on_road)
+
+    keys = jax.random.split(jax.random.key(2), episodes)
+    state, overlap, on_road = jax.jit(jax.vmap(spawn, in_axes=(0, None)))(keys, params)
+    assert len(np.unique(np.asarray(state.scene))) == 6  # every map drawn
+    assert not np.asarray(overlap).any() and np.asarray(on_road).all()
+    assert np.all(np.asarray(state.active)) and np.all(np.asarray(state.goal_dist) > 2.0)
     # fresh draws: no two of the 96 episodes start alike (slots, sizes, speeds, goals)
     starts = np.concatenate(
-        [np.asarray(state.pos).reshape(96, -1), np.asarray(state.goal).reshape(96, -1)], axis=1
+        [np.asarray(state.pos).reshape(episodes, -1), np.asarray(state.goal).reshape(episodes, -1)],
+        axis=1,
     )
-    assert len({tuple(np.round(row, 3)) for row in starts}) == 96
+    assert len({tuple(np.round(row, 3)) for row in starts}) == episodes
 
 
 def test_env__observations_are_egocentric_and_pick_the_nearest():
@@ -237,8 +242,42 @@ def test_env__observations_are_egocentric_and_pick_the_nearest():
 
 
 def test_env__pettingzoo_adapter_api_and_seed_tests():
+    # one env object for every adapter: they share its compiled reset and step (the env is
+    # their static argument), so the seed test's two adapters compile nothing new
+    env, params = hordax.make("Drive-IntersectionSmall-v0", max_steps_in_episode=15)
+
     def make():
-        return PettingZooParallelEnv("Drive-IntersectionSmall-v0", max_steps_in_episode=15)
+        return PettingZooParallelEnv(env, params)
 
     parallel_api_test(make(), num_cycles=30)
     parallel_seed_test(make)
+
+
+def test_env__train_test_splits_of_the_scene_batch():
+    """split="train" / "test" / "all" hold the training, held-out and both scene lists; a
+    procedural kind held out draws other layouts; shapes the policy sees do not change."""
+    kw = dict(
+        scenes=("procedural-merge", "DEU_Merging-1"),
+        test_scenes="procedural-merge",
+        num_agents=2,
+        num_background=0,
+        num_variants=2,
+        **TINY,
+    )
+    envs = {s: Drive(split=s, **kw) for s in ("train", "test", "all")}
+    seg = {s: np.asarray(e.default_params.scenes.road.seg) for s, e in envs.items()}
+    assert [len(seg[s]) for s in ("train", "test", "all")] == [3, 2, 5]
+    # "all" = train then test; the held-out merges are new layouts, the training ones repeat
+    np.testing.assert_array_equal(seg["all"][:3, : seg["train"].shape[1]], seg["train"])
+    np.testing.assert_array_equal(seg["all"][3:, : seg["test"].shape[1]], seg["test"])
+    for i in (0, 1):  # training merges (rows 0, 1) vs held-out merges (rows 3, 4)
+        for j in (3, 4):
+            assert not np.array_equal(seg["all"][i], seg["all"][j])
+    sizes = {(e.observation_size, e.action_space(e.default_params).shape) for e in envs.values()}
+    assert len(sizes) == 1
+    with pytest.raises(ValueError, match=r"split='test': needs held-out scenes"):
+        Drive(split="test", scenes="procedural-merge")
+    with pytest.raises(ValueError, match=r"split='valid': must be one of"):
+        Drive(split="valid")
+    with pytest.raises(ValueError, match=r"test_scenes: 'Atlantis' is not a shipped map"):
+        Drive(test_scenes="Atlantis")

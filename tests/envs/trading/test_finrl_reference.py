@@ -1,8 +1,9 @@
 """StockTrading-v0 against the ``finrl`` package's own ``StockTradingEnv`` (FinRL 0.3.7).
 
-Optional cross-check: runs where ``finrl`` and ``pandas`` are importable (install with
-``pip install --no-deps finrl==0.3.7``; FinRL's heavy dependencies are not needed: the one
-module used is loaded from its file and ``stable_baselines3`` is stubbed if absent).
+Needs ``finrl`` (the README's test command installs it: ``pip install --no-deps
+finrl==0.3.7``; FinRL's heavy dependencies are not needed: the one module used is loaded from
+its file and ``stable_baselines3`` is stubbed if absent). Without it these tests fail, naming
+the install line, rather than skip: a skipped reference check hid in CI's output before.
 """
 
 from __future__ import annotations
@@ -15,20 +16,17 @@ import types
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd  # the dev extra
 import pytest
 
 from hordax.envs.trading import data as md
 from hordax.envs.trading.stock import StockTrading
 
-pd = pytest.importorskip("pandas")
 _SPEC = importlib.util.find_spec("finrl")
-if _SPEC is None:
-    pytest.skip(
-        "finrl is not installed (pip install --no-deps finrl==0.3.7)", allow_module_level=True
-    )
 
 
 def _finrl_env_class(monkeypatch):
+    assert _SPEC is not None, "finrl is not installed: pip install --no-deps finrl==0.3.7"
     if importlib.util.find_spec("stable_baselines3") is None:
         vec_env = types.ModuleType("stable_baselines3.common.vec_env")
         vec_env.DummyVecEnv = object
