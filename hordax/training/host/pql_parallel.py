@@ -99,6 +99,25 @@ class _Shared:
     wait_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
 
 
+@dataclass(frozen=True)
+class _Learner:
+    """What differs between the V- and the P-learner's loops (:meth:`ParallelPQL._learn`);
+    the strings name :class:`_Shared` fields."""
+
+    role: str
+    calls: int  # jitted calls in the run
+    ready: Callable[[int], bool]  # may call j run (evaluated under sh.cond)
+    inbox: str  # data sent by the actor: (rows, count) pairs on this role's device
+    stats: str  # the newest observation statistics on this role's device
+    receive: tuple[str, str]  # (params key, field): the other learner's newest parameters
+    step: Callable[..., Any]  # (state, buffer, stats, key) -> (state, metrics)
+    key: jax.Array
+    send: Callable[[Any], dict]  # state -> {field: parameters placed for their receivers}
+    count: str  # the update counter this role advances
+    per_call: int  # updates per call
+    last: str  # where this role's newest metrics go
+
+
 @dataclass
 class ParallelResult:
     """What :meth:`ParallelPQL.run` returns."""
@@ -202,6 +221,32 @@ class ParallelPQL:
 
         return target
 
+    def _learn(self, sh: _Shared, state: Any, buffer: Any, spec: _Learner) -> tuple[Any, Any]:
+        """A learner role's loop: per call ``j``, wait until ``spec.ready(j)``; drain its
+        inbox into its buffer; take the newest statistics and the other learner's newest
+        parameters; run ``spec.step``; hand its parameters and metrics over under
+        ``sh.cond``. Returns the final ``(state, buffer)``."""
+        name, attr = spec.receive
+        for j in range(spec.calls):
+            self._wait(sh, spec.role, lambda j=j: spec.ready(j))
+            with sh.cond:
+                inbox = getattr(sh, spec.inbox)
+                setattr(sh, spec.inbox, [])
+                stats, params = getattr(sh, spec.stats), getattr(sh, attr)
+            for data, count in inbox:
+                buffer = self._busy(sh, spec.role, self._insert, buffer, data, count)
+            state = state.replace(params={**state.params, name: params})
+            state, m = self._busy(
+                sh, spec.role, spec.step, state, buffer, stats, jax.random.fold_in(spec.key, j)
+            )
+            sent = spec.send(state)  # device transfers outside the lock
+            with sh.cond:
+                setattr(sh, spec.count, getattr(sh, spec.count) + spec.per_call)
+                for k, v in {**sent, spec.last: m}.items():
+                    setattr(sh, k, v)
+                sh.cond.notify_all()
+        return state, buffer
+
     # --- the run -------------------------------------------------------------------------
     def run(self, key: jax.Array, on_row: Callable[[dict], None] | None = None) -> ParallelResult:
         """Train; ``on_row(row)`` is called on the calling thread after every chunk (see
@@ -304,53 +349,35 @@ class ParallelPQL:
                 final["actor_rows"] = rows
 
         def v_learner() -> None:
-            state, buffer = v_state, v_buffer
-            for j in range(self.critic_total // group):
-                self._wait(
-                    sh,
-                    "v_learner",
-                    lambda j=j: (
+            final["v"] = self._learn(
+                sh, v_state, v_buffer, _Learner(
+                    role="v_learner", calls=self.critic_total // group,
+                    # Enough data for call j, and at most one call ahead of the P-learner.
+                    ready=lambda j: (
                         (j + 1) * group <= per * (sh.collection_steps // T)
                         and sh.actor_updates >= (j - 1) * kk
                     ),
-                )
-                with sh.cond:
-                    inbox, sh.v_inbox = sh.v_inbox, []
-                    stats, actor_params = sh.stats_v, sh.actor_for_v
-                for rows, count in inbox:
-                    buffer = self._busy(sh, "v_learner", self._insert, buffer, rows, count)
-                state = state.replace(params={**state.params, "actor": actor_params})
-                state, m = self._busy(
-                    sh, "v_learner", self._critic_group, state, buffer, stats,
-                    jax.random.fold_in(k_v, j),
-                )  # fmt: skip
-                critic_p = put(state.params["critic"], dev["p_learner"])
-                with sh.cond:
-                    sh.critic_updates += group
-                    sh.critic_for_p, sh.last_v = critic_p, m
-                    sh.cond.notify_all()
-            final["v"] = (state, buffer)
+                    inbox="v_inbox", stats="stats_v", receive=("actor", "actor_for_v"),
+                    step=self._critic_group, key=k_v,
+                    send=lambda st: {"critic_for_p": put(st.params["critic"], dev["p_learner"])},
+                    count="critic_updates", per_call=group, last="last_v",
+                ),
+            )  # fmt: skip
 
         def p_learner() -> None:
-            state, buffer = p_state, p_buffer
-            for i in range(self.actor_total // kk):
-                self._wait(sh, "p_learner", lambda i=i: sh.critic_updates >= group * (i + 1))
-                with sh.cond:
-                    inbox, sh.p_inbox = sh.p_inbox, []
-                    stats, critic = sh.stats_p, sh.critic_for_p
-                for obs, count in inbox:
-                    buffer = self._busy(sh, "p_learner", self._insert, buffer, obs, count)
-                state = state.replace(params={**state.params, "critic": critic})
-                state, m = self._busy(
-                    sh, "p_learner", self._actor_step, state, buffer, stats,
-                    jax.random.fold_in(k_p, i),
-                )  # fmt: skip
-                a_for_actor, a_for_v = (put(state.params["actor"], dev[r]) for r in ROLES[:2])
-                with sh.cond:
-                    sh.actor_updates += kk
-                    sh.actor_for_actor, sh.actor_for_v, sh.last_p = a_for_actor, a_for_v, m
-                    sh.cond.notify_all()
-            final["p"] = state
+            final["p"] = self._learn(
+                sh, p_state, p_buffer, _Learner(
+                    role="p_learner", calls=self.actor_total // kk,
+                    ready=lambda i: sh.critic_updates >= group * (i + 1),
+                    inbox="p_inbox", stats="stats_p", receive=("critic", "critic_for_p"),
+                    step=self._actor_step, key=k_p,
+                    send=lambda st: {
+                        "actor_for_actor": put(st.params["actor"], dev["actor"]),
+                        "actor_for_v": put(st.params["actor"], dev["v_learner"]),
+                    },
+                    count="actor_updates", per_call=kk, last="last_p",
+                ),
+            )[0]  # fmt: skip
 
         threads = [
             threading.Thread(target=self._role(sh, name, body), name=f"pql-{name}", daemon=True)
