@@ -158,22 +158,33 @@ def test_cli__parallel_json_line_and_files(tmp_path):
 
 
 @pytest.mark.slow
-def test_parallel__learns_pendulum_a_little():
-    """The tuned Pendulum config (with normalize_obs) in parallel mode for 25.6k steps (a
-    quarter of its budget): the mean training return (exploration included) of the
-    episodes that end in the last chunks beats random actions (about -1200) by a wide
-    margin (measured: -148 at 25.6k steps; -198 and -406 at 20.5k in two runs: not
-    deterministic)."""
+@pytest.mark.timeout(900)
+def test_parallel__learns_pendulum():
+    """The tuned Pendulum config (with normalize_obs) in parallel mode for 76.8k steps (3/4
+    of its budget): the mean training return (exploration included) of the episodes that
+    end in the last 3 of 12 chunks (each env's episodes ending at 64k, 70.4k and 76.8k
+    steps) beats random actions (about -1200) by a wide margin.
+
+    Every run first passes through a stuck-actor phase (actions saturated, the pendulum
+    spun: returns near -1500) and leaves it at a point that varies from run to run (the
+    schedule is not deterministic): measured between about 17k and 45k steps; every episode
+    measured from 51.2k steps on was between -134 and -227. A return taken inside that
+    window is bimodal: the old version of this test (25.6k steps) measured -154 to -1330
+    for the same config, and a 51.2k-step version -400, -367 and a failure for seed 0.
+    This version: -168, -167, -190 for seed 0, -155 and -159 for seeds 1 and 2 (docs/pq.md)."""
     acfg = PQLConfig(
         mode="parallel", batch_size=256, buffer_size=100_000, beta_av=8.0, beta_pv=2,
         reward_scale=0.1, sigma_max=0.4, normalize_obs=True, hidden_sizes=[128, 128],
     )  # fmt: skip
-    tcfg = TrainerConfig(num_envs=32, rollout_length=4, total_env_steps=25_600, num_chunks=10)
+    tcfg = TrainerConfig(num_envs=32, rollout_length=4, total_env_steps=76_800, num_chunks=12)
     trainer, resolved = _trainer(acfg, tcfg)
     out = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates).run(jax.random.key(0))
     tail = [r for r in out.rows[-3:] if r["episodes"]]
+    assert sum(r["episodes"] for r in tail) == 3 * 32
     ret = sum(r["episode_return"] * r["episodes"] for r in tail) / sum(r["episodes"] for r in tail)
-    assert ret >= -400, [(r["env_steps"], r["episode_return"]) for r in out.rows]
+    curve = [(r["env_steps"], round(r["episode_return"])) for r in out.rows if r["episodes"]]
+    print(f"parallel Pendulum: last 3 chunks {ret:.1f}; episodes {curve}")  # shown with -s
+    assert ret >= -400, curve
 
 
 def _tiny_cfg() -> tuple[TrainConfig, object, object]:
