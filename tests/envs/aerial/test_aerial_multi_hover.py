@@ -7,6 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import hordax
 from hordax.envs.aerial import dynamics as dyn
@@ -99,3 +100,32 @@ def test_multi_hover__straight_line_flights_through_the_centre_collide():
     collisions, final = run(KEY, True)
     assert float(collisions) == 0
     assert float(final.max()) < 0.3
+
+
+def test_multi_hover__all_success_and_setpoint_terms():
+    """``all_success`` is 1 only when every agent flies within ``success_radius`` of its goal
+    (``success`` is the fraction); Hover's precision and progress terms add per agent."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    offset = jnp.array([[0.0, 0.0, 0.05], [0.05, 0.0, 0.0], [0.0, 0.05, 0.0], [0.0, 0.0, 0.2]])
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(state.goal + offset)
+    state = state.replace(quad=quad)
+    hover = jnp.zeros((4, 4))
+    _, _, r_off, _, info = step(KEY, state, hover, params)
+    assert float(info["metrics"]["success"]) == 0.75
+    assert float(info["metrics"]["all_success"]) == 0.0
+    near = state.replace(quad=quad.replace(pos=quad.pos.at[3].set(state.goal[3] + 0.05)))
+    _, _, _, _, info = step(KEY, near, hover, params)
+    assert float(info["metrics"]["all_success"]) == 1.0
+    _, _, _, _, info = step(
+        KEY, near.replace(crashed=jnp.array([False, False, False, True])), hover, params
+    )
+    assert float(info["metrics"]["all_success"]) == 0.0  # a crashed agent is no success
+    on = params.replace(precision_gain=jnp.float32(3.0), progress_scale=jnp.float32(400.0))
+    _, nxt, r_on, _, _ = step(KEY, state, hover, on)
+    d_prev = np.linalg.norm(np.asarray(offset), axis=-1)
+    d = np.linalg.norm(np.asarray(nxt.goal - nxt.quad.pos), axis=-1)
+    expected = np.asarray(r_off) + 3.0 * np.exp(-50.0 * d) + 400.0 * (d_prev - d)
+    np.testing.assert_allclose(np.asarray(r_on), expected, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match="params.precision_gain"):
+        env.validate_params(params.replace(precision_gain=-1.0))
