@@ -44,6 +44,10 @@ class MultiHoverParams:
     # Hover's optional terms of Aerial Gym's sim2real setpoint task (0 = off: the base reward)
     precision_gain: jax.Array = 0.0  # x exp(-50 d)
     progress_scale: jax.Array = 0.0  # x (d_prev - d) per step
+    # Separation shaping (0 = off): minus separation_penalty x sum over the other flying
+    # agents of max(0, 1 - gap / separation_radius) per step: a slope before the collision
+    separation_penalty: jax.Array = 0.0
+    separation_radius: jax.Array = 1.0  # m
     # spawn attitude/velocity noise (as Hover)
     spawn_pos_range: jax.Array = struct.field(default_factory=lambda: jnp.zeros(3, jnp.float32))
     spawn_tilt: jax.Array = 0.2
@@ -62,8 +66,9 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
       first), then the other agents' positions relative to it (others in index order).
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
     - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
-      ``progress_scale`` terms, off by default); ``crash_reward`` on the step an agent
-      crashes; 0 afterwards.
+      ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
+      the other flying agents of ``max(0, 1 - gap / separation_radius)`` (off by default);
+      ``crash_reward`` on the step an agent crashes; 0 afterwards.
     - agent crash: below ground, farther than ``crash_distance`` from its goal, non-finite,
       or closer than ``collision_distance`` to another live agent (both crash).
       ``info["agent_terminated"]`` = crashed so far; ``info["agent_mask"]`` = still flying.
@@ -142,6 +147,12 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         gap = jnp.linalg.norm(quad.pos[:, None] - quad.pos[None], axis=-1)
         both_live = live[:, None] & live[None, :] & ~jnp.eye(n, dtype=bool)
         collided = jnp.any(both_live & (gap < params.collision_distance), axis=1)
+        crowding = jnp.sum(
+            jnp.where(both_live, jnp.maximum(0.0, 1.0 - gap / params.separation_radius), 0.0),
+            axis=1,
+        )
+        reward = reward - params.separation_penalty * crowding
+        terms = {**terms, "crowding": crowding}
         new_crash = live & (crashed_solo | ~finite | collided)
         reward = jnp.where(new_crash, params.crash_reward, jnp.where(live, reward, 0.0))
         crashed = state.crashed | new_crash
@@ -190,7 +201,12 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         super().validate_params(params)
         common.validate_common(params)
         validate_setpoint_terms(params)
-        for name in ("ring_radius", "collision_distance"):
+        penalty = np.asarray(params.separation_penalty, np.float64)
+        if not np.all(np.isfinite(penalty)) or np.any(penalty < 0):
+            raise ValueError(
+                f"params.separation_penalty={penalty.tolist()}: must be finite and >= 0"
+            )
+        for name in ("ring_radius", "collision_distance", "separation_radius"):
             v = np.asarray(getattr(params, name), np.float64)
             if not np.all(np.isfinite(v)) or np.any(v <= 0):
                 raise ValueError(f"params.{name}={v.tolist()}: must be finite and > 0")

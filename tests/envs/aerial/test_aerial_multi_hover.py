@@ -129,3 +129,25 @@ def test_multi_hover__all_success_and_setpoint_terms():
     np.testing.assert_allclose(np.asarray(r_on), expected, rtol=1e-4, atol=1e-3)
     with pytest.raises(ValueError, match="params.precision_gain"):
         env.validate_params(params.replace(precision_gain=-1.0))
+
+
+def test_multi_hover__separation_penalty_by_hand():
+    """Agents 0 and 1 hover 0.5 m apart (no collision), 2 and 3 far away: with
+    ``separation_penalty`` 4 and ``separation_radius`` 1 m, agents 0 and 1 lose
+    4 x (1 - gap / 1) each, agents 2 and 3 nothing; off by default."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(
+        jnp.array([[0.0, 0.0, 2.0], [0.5, 0.0, 2.0], [3.0, 0.0, 2.0], [-3.0, 0.0, 2.0]])
+    )
+    state = state.replace(quad=quad)
+    hover = jnp.zeros((4, 4))
+    _, nxt, r_off, _, info = step(KEY, state, hover, params)
+    on = params.replace(separation_penalty=jnp.float32(4.0), separation_radius=jnp.float32(1.0))
+    _, _, r_on, _, _ = step(KEY, state, hover, on)
+    gap = float(np.linalg.norm(np.asarray(nxt.quad.pos[0] - nxt.quad.pos[1])))
+    expected = np.array([4.0 * (1.0 - gap), 4.0 * (1.0 - gap), 0.0, 0.0])
+    assert abs(gap - 0.5) < 0.01 and not bool(np.any(info["agent_terminated"]))
+    np.testing.assert_allclose(np.asarray(r_off - r_on), expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="params.separation_radius"):
+        env.validate_params(params.replace(separation_radius=0.0))
