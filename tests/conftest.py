@@ -50,34 +50,52 @@ def _release_compiled_programs():
         gc.collect()
 
 
-#: Test directories whose modules compile without XLA's optimizations: their tests compile
+#: Test directories and modules that compile without XLA's optimizations: their tests compile
 #: many small programs once each and run them briefly, so optimizing costs more compile time
 #: than it saves at run time (measured in one process each, load ~9-11: tests/envs/mpe 860 s
-#: -> 492 s, tests/envs/aerial 582 s -> 295 s, tests/envs/grid 456 s -> 161 s, every test
-#: passing both ways); the properties they check do not depend on it (tolerances cover float
-#: reassociation).
-#: Not for training tests: the pinned checksums are taken with optimizations on.
-FAST_COMPILE_DIRS = (
-    "tests/contract/", "tests/envs/mpe/", "tests/envs/aerial/", "tests/envs/grid/"
-)  # fmt: skip
+#: -> 492 s, tests/envs/aerial 582 s -> 295 s, tests/envs/grid 456 s -> 161 s; the other
+#: directories: the README's test section; every test passing both ways); the properties they
+#: check do not depend on it (tolerances cover float reassociation; where runs are compared
+#: bit for bit, every run of the comparison compiles the same way).
+#: Not for learning tests or pinned figures: those were taken with optimizations on
+#: (:data:`OPTIMIZED`, and the training modules not named here).
+FAST_COMPILE_DIRS = ("tests/contract/", "tests/envs/")
+#: Modules under :data:`FAST_COMPILE_DIRS` that keep XLA's optimizations: learning tests.
+OPTIMIZED = ("tests/envs/driving/test_learning.py",)
+#: The environment variable that carries the option to subprocesses (the ``hordax`` CLI).
+_NO_OPT_ENV = "JAX_DISABLE_MOST_OPTIMIZATIONS"
+
+
+def fast_compiles(path: str) -> bool:
+    """Whether the test module at ``path`` (a node id, ``/``-separated) compiles fast."""
+    return path.startswith(FAST_COMPILE_DIRS) and not path.startswith(OPTIMIZED)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _fast_compiles(request: pytest.FixtureRequest):
+def _fast_compiles(request: pytest.FixtureRequest, monkeypatch_module: pytest.MonkeyPatch):
     """Per module of :data:`FAST_COMPILE_DIRS`: ``jax_disable_most_optimizations`` on while it
-    runs, then restored, and every compiled program dropped: jit's caches do not key on this
-    option, so a program compiled here would be reused by later tests of this process and
-    change their float results (the pinned training checksums did, when the fixture once
-    outlived its directory)."""
-    path = request.node.nodeid.replace(os.sep, "/")
-    if not path.startswith(FAST_COMPILE_DIRS):
+    runs (in this process and, through the environment, in the subprocesses it starts), then
+    restored. Every compiled program is dropped before and after: jit's caches do not key on
+    this option, so a program compiled with the other setting would be reused and change
+    float results (the pinned training checksums did, when the fixture once outlived its
+    directory)."""
+    if not fast_compiles(request.node.nodeid.replace(os.sep, "/")):
         yield
         return
     before = jax.config.read("jax_disable_most_optimizations")
+    jax.clear_caches()
     jax.config.update("jax_disable_most_optimizations", True)
+    monkeypatch_module.setenv(_NO_OPT_ENV, "1")
     yield
+    monkeypatch_module.undo()
     jax.config.update("jax_disable_most_optimizations", before)
     jax.clear_caches()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
 
 
 #: The env contract suite: its tests run in groups of one env id each (see below).

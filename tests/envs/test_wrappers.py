@@ -100,12 +100,14 @@ def test_normalize_observation__uses_running_stats_for_obs_and_final_obs():
     key = jax.random.key(3)
     obs_raw, s_raw = raw.reset(key, params)
     obs_n, s_n = norm.reset(key, params)
+    # One compiled step each: an eager VecEnv step compiles part of itself again on every call.
+    raw_step, norm_step = jax.jit(raw.step), jax.jit(norm.step)
     action = jnp.ones(8, jnp.int32)
     seen = [np.asarray(obs_raw)]
     for t in range(30):
         k = jax.random.key(100 + t)
-        obs_raw, s_raw, _, _, _, info_raw = raw.step(k, s_raw, action, params)
-        obs_n, s_n, _, _, _, info_n = norm.step(k, s_n, action, params)
+        obs_raw, s_raw, _, _, _, info_raw = raw_step(k, s_raw, action, params)
+        obs_n, s_n, _, _, _, info_n = norm_step(k, s_n, action, params)
         seen.append(np.asarray(obs_raw))
     allx = np.concatenate(seen)
     mean, std = allx.mean(0), np.sqrt(allx.var(0) + 1e-8)
@@ -126,13 +128,14 @@ def test_normalize_reward__matches_numpy_discounted_return_scaling():
     key = jax.random.key(0)
     _, s_raw = raw.reset(key, params)
     _, s_n = norm.reset(key, params)
+    raw_step, norm_step = jax.jit(raw.step), jax.jit(norm.step)  # compiled once each
     g = np.zeros(4)
     returns = []
     for t in range(20):
         k = jax.random.key(t)
         a = jnp.full(4, t % 2, jnp.int32)
-        _, s_raw, r, te, tr, _ = raw.step(k, s_raw, a, params)
-        _, s_n, r_n, *_ = norm.step(k, s_n, a, params)
+        _, s_raw, r, te, tr, _ = raw_step(k, s_raw, a, params)
+        _, s_n, r_n, *_ = norm_step(k, s_n, a, params)
         g = gamma * g + np.asarray(r)
         returns.append(g.copy())
         allg = np.concatenate(returns)

@@ -412,6 +412,7 @@ class TrialState:
     task: RuleSet  # the trial's task, hidden from the agent
     episode_index: jax.Array  # int32[] episodes finished in this trial
     time: jax.Array  # int32[] steps in the trial
+    returns: jax.Array  # float32[K] each episode's return so far in this trial
 
 
 @struct.dataclass
@@ -429,22 +430,43 @@ class XLandTrials(XLand):
     next episode of the same task starts at once (new layout and start, same rules and
     goal). The trial terminates when ``episodes_per_trial`` episodes are done. The reward
     of each success is ``1 - 0.9 * t / episode_steps`` (``t`` the step within the episode);
-    ``info["metrics"]`` holds ``success`` and ``episode_index`` (of the step's episode).
+    ``info["metrics"]`` holds ``success``, ``episode_index`` (of the step's episode) and
+    ``return_episode_k`` for ``k < episodes_per_trial`` (episode ``k``'s return so far in
+    this trial; on a trial's last step, the returns of all its episodes: how the return
+    changes from the first episode of a trial to the last).
+
+    Held-out tasks: ``split="train"`` draws trials from a fixed ``1 - test_fraction`` of
+    the benchmark's tasks, ``split="test"`` from the rest (``Benchmark.split``, seed 0:
+    disjoint); ``""`` from all of them. Train with ``split=train`` and evaluate with
+    ``hordax eval RUN_DIR split=test``.
     """
+
+    SPLITS = ("", "train", "test")
 
     def __init__(
         self,
         episodes_per_trial: int = 4,
         benchmark: Benchmark | None = None,
         num_tasks: int = 64,
+        split: str = "",
+        test_fraction: float = 0.25,
         **kwargs: Any,
     ):
         if not isinstance(episodes_per_trial, int) or episodes_per_trial < 1:
             raise ValueError(f"episodes_per_trial={episodes_per_trial!r}: must be an int >= 1")
+        if split not in self.SPLITS:
+            raise ValueError(f"split={split!r}: must be one of {self.SPLITS}")
         super().__init__(**kwargs)
+        if split and self.generate_tasks:
+            raise ValueError(f"split={split!r}: generated tasks (generate=True) have no split")
         self.episodes_per_trial = episodes_per_trial
         if benchmark is None:
             benchmark = make_benchmark(jax.random.key(1), num_tasks, *self.gen_args)
+        if split:
+            if not 0.0 < test_fraction < 1.0:
+                raise ValueError(f"test_fraction={test_fraction!r}: must be in (0, 1)")
+            train, test = benchmark.split(1.0 - test_fraction)
+            benchmark = train if split == "train" else test
         self._benchmark = benchmark
 
     @property
@@ -460,7 +482,8 @@ class XLandTrials(XLand):
     def reset_env(self, key, params):
         k_task, k_ep = jax.random.split(key)
         task = self.task(k_task, params)
-        state = TrialState(self.build(k_ep, task), task, jnp.int32(0), jnp.int32(0))
+        returns = jnp.zeros(self.episodes_per_trial, jnp.float32)
+        state = TrialState(self.build(k_ep, task), task, jnp.int32(0), jnp.int32(0), returns)
         return self.observe(key, state, None, params), state
 
     def step_env(self, key, state: TrialState, action, params: TrialParams):
@@ -473,15 +496,17 @@ class XLandTrials(XLand):
         fresh = self.build(key, state.task)
         ep = jax.tree.map(lambda a, b: jnp.where(episode_done, a, b), fresh, ep)
         index = state.episode_index + episode_done.astype(jnp.int32)
-        new = TrialState(ep, state.task, index, state.time + 1)
+        last = self.episodes_per_trial - 1
+        returns = state.returns.at[jnp.minimum(state.episode_index, last)].add(reward)
+        new = TrialState(ep, state.task, index, state.time + 1, returns)
         success_f = success.astype(jnp.float32)
-        info = {
-            "metrics": {
-                "success": success_f,
-                "episode_index": state.episode_index.astype(jnp.float32),
-            },
-            "reward_terms": {"success": success_f},
+        metrics = {
+            "success": success_f,
+            "episode_index": state.episode_index.astype(jnp.float32),
         }
+        for k in range(self.episodes_per_trial):
+            metrics[f"return_episode_{k}"] = returns[k]
+        info = {"metrics": metrics, "reward_terms": {"success": success_f}}
         obs = self.observe(key, new, action, params)
         terminated = index >= self.episodes_per_trial
         return obs, new, reward.astype(jnp.float32), terminated, info

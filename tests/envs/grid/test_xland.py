@@ -216,6 +216,61 @@ def test_trials__same_hidden_task_across_episodes():
     assert len({tuple(g) for g in np.asarray(goals)}) > 4
 
 
+@pytest.mark.timeout(120)
+def test_trials__per_episode_returns_and_held_out_split():
+    """``return_episode_k`` on a trial's last step is the reward summed over its episode
+    ``k`` (random play on a small room, so episodes succeed); ``split=train/test`` draw
+    trials from disjoint parts of the benchmark; the trial, not the episode, terminates."""
+    kw = dict(height=5, width=5, depth=0, num_distractor_rules=0, num_distractor_objects=0)
+    env = xland.XLandTrials(episodes_per_trial=3, num_tasks=40, **kw)
+    params = env.default_params.replace(episode_steps=12, max_steps_in_episode=36)
+
+    def trial(key):
+        obs, s = env.reset(key, params)
+
+        def body(s, k):
+            k_a, k_s = jax.random.split(k)
+            a = jax.random.randint(k_a, (), 0, 6)
+            _, s2, r, term, info = env.step_env(k_s, s, a, params)
+            return s2, (r, term, info["metrics"])
+
+        return jax.lax.scan(body, s, jax.random.split(key, 36))[1]
+
+    r, term, m = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(3), 64))
+    r, term, idx = np.asarray(r), np.asarray(term), np.asarray(m["episode_index"])
+    assert term.any(axis=1).all()
+    end = np.argmax(term, axis=1)  # the trial's last step (the scan steps on past it)
+    rows = np.arange(64)
+    # one trial = one env episode: the first termination comes in the third episode
+    np.testing.assert_array_equal(idx[rows, end], 2)
+    in_trial = np.arange(36)[None] <= end[:, None]
+    for k in range(3):
+        want = np.where(in_trial & (idx == k), r, 0.0).sum(axis=1)
+        got = np.asarray(m[f"return_episode_{k}"])[rows, end]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert (np.where(in_trial, r, 0.0) > 0).sum() > 20  # the check saw real rewards
+
+    # held-out tasks: trials draw from params.benchmark (test_trials__same_hidden_task...)
+    parts = [
+        xland.XLandTrials(
+            episodes_per_trial=3, num_tasks=40, split=split, **kw
+        ).default_params.benchmark
+        for split in ("train", "test")
+    ]
+    assert [b.num_tasks for b in parts] == [30, 10]  # test_fraction 0.25
+    full = env.default_params.benchmark
+    tasks = lambda bs: sorted(  # noqa: E731
+        tuple(np.concatenate([np.ravel(b.goals[i]), np.ravel(b.init_tiles[i])]))
+        for b in bs
+        for i in range(b.num_tasks)
+    )
+    assert tasks(parts) == tasks([full])  # disjoint and exhaustive
+    with pytest.raises(ValueError, match="split='val'"):
+        xland.XLandTrials(split="val")
+    with pytest.raises(ValueError, match="generate=True"):
+        xland.XLandTrials(split="test", generate=True)
+
+
 def test_xland__bad_config_errors():
     """Too small grids, unknown room counts and mismatched benchmarks are named."""
     with pytest.raises(ValueError, match="rooms=3"):
