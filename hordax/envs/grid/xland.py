@@ -25,7 +25,6 @@ task; the observation is only the view).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -450,13 +449,33 @@ class XLandTrials(XLand):
         num_tasks: int = 64,
         split: str = "",
         test_fraction: float = 0.25,
-        **kwargs: Any,
+        height: int = 9,
+        width: int = 9,
+        rooms: int = 1,
+        view_size: int = 5,
+        depth: int = 1,
+        num_distractor_rules: int = 2,
+        num_distractor_objects: int = 2,
+        generate: bool = False,
+        task_seed: int = 0,
     ):
+        # XLand's arguments spelled out (no **kwargs): the registry reads the signature to
+        # tell constructor arguments from params and which envs take split= (hordax eval)
         if not isinstance(episodes_per_trial, int) or episodes_per_trial < 1:
             raise ValueError(f"episodes_per_trial={episodes_per_trial!r}: must be an int >= 1")
         if split not in self.SPLITS:
             raise ValueError(f"split={split!r}: must be one of {self.SPLITS}")
-        super().__init__(**kwargs)
+        super().__init__(
+            height,
+            width,
+            rooms,
+            view_size,
+            depth,
+            num_distractor_rules,
+            num_distractor_objects,
+            generate,
+            task_seed,
+        )
         if split and self.generate_tasks:
             raise ValueError(f"split={split!r}: generated tasks (generate=True) have no split")
         self.episodes_per_trial = episodes_per_trial

@@ -267,6 +267,13 @@ def test_trials__per_episode_returns_and_held_out_split():
     assert tasks(parts) == tasks([full])  # disjoint and exhaustive
     with pytest.raises(ValueError, match="split='val'"):
         xland.XLandTrials(split="val")
+    # hordax eval split=test builds the env with split=, not as a trading split (which would
+    # also pass random_start=): the registry reads the explicit signature
+    from hordax.envs.registry import constructor_accepts
+    from hordax.envs.trading.splits import supports_split
+
+    assert constructor_accepts("Grid-XLand-Trials-R1-9x9-v0", ["split"])
+    assert not supports_split("Grid-XLand-Trials-R1-9x9-v0")
     with pytest.raises(ValueError, match="generate=True"):
         xland.XLandTrials(split="test", generate=True)
 
