@@ -63,7 +63,8 @@ FAST_COMPILE_DIRS = (
     "tests/contract/",
     "tests/envs/",
     # training modules that compare runs with runs (bit for bit or within a tolerance), no
-    # learning threshold or pinned figure: 453 -> 291 CPU s for these five (load ~9-11)
+    # learning threshold or pinned figure: 621 -> 413 CPU s for these six (load ~9-11)
+    "tests/training/test_checkpoint.py",
     "tests/training/test_curriculum.py",
     "tests/training/test_multiprocess.py",
     "tests/training/test_rundir.py",

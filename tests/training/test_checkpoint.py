@@ -155,11 +155,20 @@ def uninterrupted(tmp_path_factory):
 def _interrupted(args, cwd, fault):
     """Run until the fault hook sends SIGINT (Ctrl-C) at ``fault``: an exact phase, so the
     run cannot finish before the interrupt arrives (a poll for a new checkpoint followed by
-    an outside SIGINT lost that race on a loaded machine: the run exited 0)."""
-    proc = subprocess.run(
-        _cmd(args), cwd=cwd, capture_output=True, text=True, timeout=400,
-        env={**_env(fault), "HORDAX_FAULT_SIGNAL": "SIGINT"},
-    )  # fmt: skip
+    an outside SIGINT lost that race on a loaded machine: the run exited 0).
+
+    The child starts with SIGINT handled, as from a terminal: a pytest started in the
+    background by a script ignores SIGINT, a child inherits that, and Python then never
+    raises KeyboardInterrupt (the run finishes with exit 0). A handler set here is reset to
+    the default in the child by exec."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.run(
+            _cmd(args), cwd=cwd, capture_output=True, text=True, timeout=400,
+            env={**_env(fault), "HORDAX_FAULT_SIGNAL": "SIGINT"},
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, old)
     return proc.returncode, proc.stdout, proc.stderr
 
 
