@@ -20,7 +20,7 @@ from hordax.training.core import replay
 from hordax.training.core.estimators import compute_n_step
 from hordax.training.core.rollout import Transition
 from hordax.training.trainers import validate
-from hordax.training.trainers.pql import PQLTrainer, n_step_transitions
+from hordax.training.trainers.pql import PQLTrainer, n_step_transitions, no_pending_steps
 
 
 def n_step_reference(reward, terminated, truncated, gamma, n):
@@ -62,30 +62,85 @@ def test_n_step__matches_python_loop_with_truncation_and_termination(n, gamma):
         assert np.isclose(disc[0], gamma**3) and last[0] == 2  # a full window
 
 
+def _transitions(reward, terminated, truncated, next_obs) -> Transition:
+    T, B = reward.shape
+    return Transition(
+        obs=next_obs - 1000.0,
+        action=jnp.zeros((T, B, 1)),
+        reward=jnp.asarray(reward, jnp.float32),
+        terminated=jnp.asarray(terminated),
+        truncated=jnp.asarray(truncated),
+        next_obs=jnp.asarray(next_obs, jnp.float32),
+        extras={"unit_action": jnp.zeros((T, B, 1))},
+        info={},
+    )
+
+
 def test_n_step_transitions__bootstrap_from_final_observation():
-    """The bootstrap observation is next_obs (final_observation) of the window's last step."""
+    """The bootstrap observation is next_obs (final_observation) of the window's last step;
+    at the first rollout the rows of its first T - (n - 1) steps are valid, the last n - 1
+    steps wait for the next rollout."""
     T, B, n = 6, 2, 3
     next_obs = jnp.arange(T * B, dtype=jnp.float32).reshape(T, B, 1) + 100.0
     term = jnp.zeros((T, B), bool).at[1, 0].set(True)
     trunc = jnp.zeros((T, B), bool).at[3, 1].set(True)
-    tr = Transition(
-        obs=jnp.zeros((T, B, 1)),
-        action=jnp.zeros((T, B, 1)),
-        reward=jnp.ones((T, B)),
-        terminated=term,
-        truncated=trunc,
-        next_obs=next_obs,
-        extras={"unit_action": jnp.zeros((T, B, 1))},
-        info={},
-    )
-    rows = n_step_transitions(tr, 0.5, n)
-    boot = np.asarray(rows.next_obs).reshape(T, B)
+    tr = _transitions(np.ones((T, B)), term, trunc, next_obs)
+    pending = no_pending_steps(n, B, (1,), 1)
+    rows, count, after = n_step_transitions(tr, pending, 0.5, n)
+    valid = T - (n - 1)
+    assert int(count) == valid * B and bool(after.valid)
+    np.testing.assert_array_equal(after.next_obs, next_obs[valid:])
+    boot = np.asarray(rows.next_obs)[: valid * B].reshape(valid, B)
     _, _, last = n_step_reference(np.ones((T, B)), np.asarray(term), np.asarray(trunc), 0.5, n)
-    np.testing.assert_array_equal(boot, np.asarray(next_obs)[last, np.arange(B)[None], 0])
+    np.testing.assert_array_equal(boot, np.asarray(next_obs)[last[:valid], np.arange(B)[None], 0])
     assert boot[2, 1] == next_obs[3, 1, 0]  # truncated at step 3: its final observation
     np.testing.assert_allclose(
-        np.asarray(rows.reward).reshape(T, B)[:, 1], [1.75] * 2 + [1.5, 1, 1.5, 1]
+        np.asarray(rows.reward)[: valid * B].reshape(valid, B)[:, 1], [1.75] * 2 + [1.5, 1]
     )
+    np.testing.assert_array_equal(np.asarray(rows.obs)[: valid * B], tr.obs[:valid].reshape(-1, 1))
+
+
+def test_n_step_transitions__windows_run_across_rollouts():
+    """T=4, n=3 (the tuned PQL setting): rows t=2 and t=3 of a rollout get whole 3-step
+    returns from the next rollout's first steps (cutting windows at the rollout's end gave
+    them 2- and 1-step returns), bootstrapped from final_observation at a truncation and not
+    at all after a termination. Hand-computed, and equal to the step-by-step reference over
+    the two rollouts joined."""
+    T, B, n, g = 4, 2, 3, 0.5
+    r = np.array([[1, 10], [2, 20], [3, 30], [4, 40], [5, 50], [6, 60], [7, 70], [8, 80]], float)
+    term = np.zeros((2 * T, B), bool)
+    trunc = np.zeros((2 * T, B), bool)
+    trunc[4, 1] = True  # env 1: time limit at global step 4 (rollout 2, step 0)
+    term[6, 1] = True  # env 1: termination at global step 6
+    next_obs = np.arange(2 * T * B, dtype=np.float32).reshape(2 * T, B, 1) + 100.0
+    first = _transitions(r[:T], term[:T], trunc[:T], next_obs[:T])
+    second = _transitions(r[T:], term[T:], trunc[T:], next_obs[T:])
+    _, _, pending = n_step_transitions(first, no_pending_steps(n, B, (1,), 1), g, n)
+    rows, count, _ = n_step_transitions(second, pending, g, n)
+    assert int(count) == T * B
+    # Rows of global steps 4, 5 (this rollout's), then 2, 3 (the previous one's last two).
+    steps = [4, 5, 2, 3]
+    ret = np.asarray(rows.reward).reshape(T, B)
+    disc = np.asarray(rows.discount).reshape(T, B)
+    boot = np.asarray(rows.next_obs).reshape(T, B)
+    # Hand-computed: env 0 has no episode end, so step 2 and 3 see 3 rewards each.
+    hand_ret = {
+        2: (3 + g * 4 + g * g * 5, 30 + g * 40 + g * g * 50),  # env 1: truncated at 4
+        3: (4 + g * 5 + g * g * 6, 40 + g * 50),
+        4: (5 + g * 6 + g * g * 7, 50),
+        5: (6 + g * 7 + g * g * 8, 60 + g * 70),  # env 1: terminated at 6
+    }
+    hand_disc = {2: (g**3, g**3), 3: (g**3, g**2), 4: (g**3, g), 5: (g**3, 0.0)}
+    hand_boot = {2: (4, 4), 3: (5, 4), 4: (6, 4), 5: (7, 6)}  # global step of the bootstrap
+    for i, t in enumerate(steps):
+        np.testing.assert_allclose(ret[i], hand_ret[t], rtol=1e-6, err_msg=f"step {t}")
+        np.testing.assert_allclose(disc[i], hand_disc[t], rtol=1e-6, err_msg=f"step {t}")
+        np.testing.assert_array_equal(boot[i], next_obs[hand_boot[t], [0, 1], 0])
+    G, D, last = n_step_reference(r, term, trunc, g, n)  # windows inside the 8 joined steps
+    np.testing.assert_allclose(ret, G[steps], rtol=1e-6)
+    np.testing.assert_allclose(disc, D[steps], rtol=1e-6)
+    np.testing.assert_array_equal(boot, next_obs[last[steps], np.arange(B)[None], 0])
+    np.testing.assert_array_equal(np.asarray(rows.obs).reshape(T, B), next_obs[steps, :, 0] - 1000)
 
 
 def test_replay__wraps_around_and_never_samples_stale_or_unwritten_rows():
@@ -157,12 +212,14 @@ def test_normalize_obs__buffer_holds_raw_env_observations():
         s0.agent, s0.env_state, s0.obs, key_rollout, trainer.cfg.rollout_length,
     )  # fmt: skip
     T, B = tr.reward.shape
-    rows = jax.tree.map(lambda x: x[: T * B], s1.buffer.data)
-    np.testing.assert_array_equal(rows.obs, tr.obs.reshape(T * B, 3))
+    valid = T - 2  # n_step=3: the last 2 steps wait for the next rollout
+    assert int(s1.buffer.size) == valid * B
+    rows = jax.tree.map(lambda x: x[: valid * B], s1.buffer.data)
+    np.testing.assert_array_equal(rows.obs, tr.obs[:valid].reshape(valid * B, 3))
     assert float(jnp.max(jnp.abs(rows.obs[:, :2]))) <= 1.0  # cos/sin: raw, not normalized
     assert float(jnp.max(jnp.abs(rows.obs[:, 2]))) <= 8.0  # raw angular velocity bound
     _, _, last = compute_n_step(tr.reward, tr.terminated, tr.truncated, 0.99, 3)
-    boot = tr.next_obs[last, jnp.arange(B)[None, :]].reshape(T * B, 3)
+    boot = tr.next_obs[last[:valid], jnp.arange(B)[None, :]].reshape(valid * B, 3)
     np.testing.assert_array_equal(rows.next_obs, boot)
     seen = jnp.concatenate([tr.obs[1:], last_obs[None]]).reshape(T * B, 3)
     want = RunningStats.create((3,)).update(s0.obs).update(seen)
@@ -230,8 +287,10 @@ def test_schedule__performs_exactly_the_configured_updates():
     assert int(state.agent.critic_updates) == 5 * 6
     assert int(state.agent.actor_updates) == 5 * 2
     np.testing.assert_array_equal(m["critic_updates"], [6, 12, 18, 24, 30])
-    np.testing.assert_array_equal(m["buffer_size"], [16, 32, 48, 64, 64])  # then wraps
-    assert int(state.buffer.ptr) == (5 * 16) % 64
+    # n_step=3: the first rollout adds T - 2 = 2 steps x 4 envs (its last 2 steps wait for
+    # the next rollout), every later one 16; then the buffer wraps.
+    np.testing.assert_array_equal(m["buffer_size"], [8, 24, 40, 56, 64])
+    assert int(state.buffer.ptr) == (8 + 4 * 16) % 64
     assert not any(bool(np.any(v)) for k, v in m.items() if k.startswith("nonfinite/"))
     # The critic moved, and its Polyak target trails it.
     p = state.agent.params

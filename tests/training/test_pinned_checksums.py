@@ -181,24 +181,27 @@ PINNED: dict[str, tuple] = {
             "loss": 2.7412405014038086,
         },
     ),
+    # Re-pinned with PQL's n-step windows running across rollouts (issue #18 item 11): the
+    # first rollout's last n - 1 = 2 steps wait for the second, so the buffer holds 8 rows
+    # fewer, and every later row has a whole 3-step return.
     "pql_pendulum_sync": (
-        "9dd9b085e4babd95",
-        -65.059814453125,
+        "1c5c29ee81724f43",
+        -65.0913314819336,
         10.0,
         {
             "chunk": 1,
             "env_steps": 96,
             "episodes": 4.0,
-            "actor_grad_norm": 0.0106572350487113,
-            "actor_loss": 0.013741937465965748,
+            "actor_grad_norm": 0.007391495164483786,
+            "actor_loss": 0.01496425736695528,
             "actor_updates": 10.0,
-            "buffer_size": 80.0,
-            "critic_grad_norm": 25.320615768432617,
-            "critic_loss": 272.7276306152344,
+            "buffer_size": 72.0,
+            "critic_grad_norm": 32.969993591308594,
+            "critic_loss": 412.1606140136719,
             "critic_updates": 20.0,
             "episode_length": 10.0,
-            "episode_return": -65.059814453125,
-            "q": -0.01208532601594925,
+            "episode_return": -65.0913314819336,
+            "q": -0.011060147546231747,
         },
     ),
     "ppo_population_2": (

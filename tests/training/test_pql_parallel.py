@@ -158,22 +158,33 @@ def test_cli__parallel_json_line_and_files(tmp_path):
 
 
 @pytest.mark.slow
-def test_parallel__learns_pendulum_a_little():
-    """The tuned Pendulum config (with normalize_obs) in parallel mode for 25.6k steps (a
-    quarter of its budget): the mean training return (exploration included) of the
-    episodes that end in the last chunks beats random actions (about -1200) by a wide
-    margin (measured: -148 at 25.6k steps; -198 and -406 at 20.5k in two runs: not
-    deterministic)."""
+@pytest.mark.timeout(900)
+def test_parallel__learns_pendulum():
+    """The tuned Pendulum config (with normalize_obs) in parallel mode for 76.8k steps (3/4
+    of its budget): the mean training return (exploration included) of the episodes that
+    end in the last 3 of 12 chunks (each env's episodes ending at 64k, 70.4k and 76.8k
+    steps) beats random actions (about -1200) by a wide margin.
+
+    Every run first passes through a stuck-actor phase (actions saturated, the pendulum
+    spun: returns near -1500) and leaves it at a point that varies from run to run (the
+    schedule is not deterministic): measured between about 17k and 45k steps; every episode
+    measured from 51.2k steps on was between -134 and -227. A return taken inside that
+    window is bimodal: the old version of this test (25.6k steps) measured -154 to -1330
+    for the same config, and a 51.2k-step version -400, -367 and a failure for seed 0.
+    This version: -168, -167, -190 for seed 0, -155 and -159 for seeds 1 and 2 (docs/pq.md)."""
     acfg = PQLConfig(
         mode="parallel", batch_size=256, buffer_size=100_000, beta_av=8.0, beta_pv=2,
         reward_scale=0.1, sigma_max=0.4, normalize_obs=True, hidden_sizes=[128, 128],
     )  # fmt: skip
-    tcfg = TrainerConfig(num_envs=32, rollout_length=4, total_env_steps=25_600, num_chunks=10)
+    tcfg = TrainerConfig(num_envs=32, rollout_length=4, total_env_steps=76_800, num_chunks=12)
     trainer, resolved = _trainer(acfg, tcfg)
     out = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates).run(jax.random.key(0))
     tail = [r for r in out.rows[-3:] if r["episodes"]]
+    assert sum(r["episodes"] for r in tail) == 3 * 32
     ret = sum(r["episode_return"] * r["episodes"] for r in tail) / sum(r["episodes"] for r in tail)
-    assert ret >= -400, [(r["env_steps"], r["episode_return"]) for r in out.rows]
+    curve = [(r["env_steps"], round(r["episode_return"])) for r in out.rows if r["episodes"]]
+    print(f"parallel Pendulum: last 3 chunks {ret:.1f}; episodes {curve}")  # shown with -s
+    assert ret >= -400, curve
 
 
 def _tiny_cfg() -> tuple[TrainConfig, object, object]:
@@ -238,3 +249,74 @@ def test_parallel__float_ratio_products_do_not_stall_the_learners():
     par = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates, jax.devices()[:3])
     out = par.run(jax.random.key(0))
     assert out.summary["critic_updates"] == 126 and out.summary["actor_updates"] == 63
+
+
+@pytest.mark.timeout(300)
+def test_parallel__buffer_holds_whole_n_step_windows_of_the_joined_rollouts(monkeypatch):
+    """With every rollout in warmup (uniform actions, independent of the learners), the
+    actor's trajectory is fixed by its key, so the V-learner's buffer is known exactly: one
+    row per step of the 5 joined rollouts except the last n - 1 (still pending), each with
+    the n-step return, discount and bootstrap observation of a step-by-step walk over the
+    whole trajectory (T=4, n=3, episodes of 7 steps: truncations at rollout steps 2 and 1,
+    inside windows that cross a rollout's end). The P-learner's buffer holds the same
+    observations."""
+    from test_off_policy import n_step_reference
+
+    from hordax.training.core.normalization import NormalizedPolicy
+    from hordax.training.core.rollout import rollout
+
+    T, B, R, n, g, scale = 4, 2, 5, 3, 0.9, 0.5
+    acfg = PQLConfig(
+        mode="parallel", batch_size=8, buffer_size=64, beta_av=1.0, beta_pv=2, n_step=n,
+        gamma=g, reward_scale=scale, hidden_sizes=[8], normalize_obs=False, warmup_updates=R,
+    )  # fmt: skip
+    tcfg = TrainerConfig(num_envs=B, rollout_length=T, total_env_steps=R * T * B, num_chunks=1)
+    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
+    env, params = make("Pendulum-v1")
+    params = params.replace(max_steps_in_episode=7)
+    trainer = PQLTrainer(tcfg, acfg, env, params, resolved)
+    key = jax.random.key(3)
+    inserted = {}  # role -> its buffer after its newest insert
+    busy = ParallelPQL._busy
+
+    def record(self, sh, role, fn, *args):
+        out = busy(self, sh, role, fn, *args)
+        if fn is self._insert:
+            inserted[role] = out
+        return out
+
+    monkeypatch.setattr(ParallelPQL, "_busy", record)
+    out = ParallelPQL(trainer, R, R, jax.devices()[:3]).run(key)
+    # The actor's trajectory, replayed on the host: its key chain, uniform actions.
+    s0 = jax.jit(trainer.init)(key)
+    env_state, obs, k = s0.env_state, s0.obs, s0.key
+    parts = []
+    for _ in range(R):
+        k, k_r = jax.random.split(k)
+        env_state, obs, tr = rollout(
+            trainer.env, trainer.env_params, NormalizedPolicy(trainer.agent, None), s0.agent,
+            env_state, obs, k_r, T,
+        )  # fmt: skip
+        parts.append(tr)
+    tr = jax.tree.map(lambda *x: np.concatenate(x), *parts)  # [R * T, B, ...]
+    assert tr.truncated.any(axis=1).nonzero()[0].tolist() == [6, 13]
+    G, D, last = n_step_reference(tr.reward * scale, tr.terminated, tr.truncated, g, n)
+    rows = (R * T - (n - 1)) * B  # the last n - 1 steps' windows are not complete yet
+    buf = jax.device_get(out.state.buffer)
+    assert int(buf.size) == int(buf.ptr) == rows
+    p_buf = jax.device_get(inserted["p_learner"])
+    assert int(p_buf.size) == int(p_buf.ptr) == rows
+    np.testing.assert_array_equal(p_buf.data, buf.data.obs)
+    # Match each buffer row to its (step, env) by its (random, distinct) action.
+    actions = tr.extras["unit_action"][..., 0]
+    found = {}
+    for i in range(rows):
+        (t,), (b,) = np.nonzero(actions == buf.data.action[i, 0])
+        assert (t, b) not in found
+        found[t, b] = i
+    assert sorted(found) == [(t, b) for t in range(R * T - (n - 1)) for b in range(B)]
+    for (t, b), i in found.items():
+        np.testing.assert_array_equal(buf.data.obs[i], tr.obs[t, b])
+        np.testing.assert_allclose(buf.data.reward[i], G[t, b], rtol=1e-5, err_msg=(t, b))
+        np.testing.assert_allclose(buf.data.discount[i], D[t, b], rtol=1e-6, err_msg=(t, b))
+        np.testing.assert_array_equal(buf.data.next_obs[i], tr.next_obs[last[t, b], b])

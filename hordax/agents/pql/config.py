@@ -33,7 +33,9 @@ class PQLConfig:
     gamma: float = 0.99
     """Discount in [0, 1]."""
     n_step: int = 3
-    """n-step returns (<= trainer.rollout_length: windows stay inside one rollout)."""
+    """n-step returns (<= trainer.rollout_length); a rollout's last n - 1 steps wait in the
+    train state for the next rollout, so every window is whole n steps (unless an episode
+    ends)."""
     tau: float = 0.05
     """Polyak rate of the target critic, in (0, 1]."""
     batch_size: int = 1024

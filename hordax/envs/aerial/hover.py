@@ -109,11 +109,9 @@ class Hover(Environment[HoverState, HoverParams]):
             key, state.quad, action, self.controller, params.quad, params.ctrl
         )
         new_state = state.replace(quad=quad, time=state.time + 1)
-        reward, terms, crashed, distance = hover_reward(quad, state.target, params)
-        precision = params.precision_gain * jnp.exp(-50.0 * distance)
-        progress = jnp.linalg.norm(state.target - state.quad.pos) - distance
-        reward = reward + precision + params.progress_scale * progress
-        terms = {**terms, "precision": precision, "progress": progress}
+        reward, terms, crashed, distance = setpoint_reward(
+            quad, state.quad.pos, state.target, params
+        )
         crashed = crashed | ~finite
         reward = jnp.where(crashed, params.crash_reward, reward).astype(jnp.float32)
         info = {
@@ -139,10 +137,7 @@ class Hover(Environment[HoverState, HoverParams]):
     def validate_params(self, params: HoverParams) -> None:
         super().validate_params(params)
         common.validate_common(params)
-        for name in ("precision_gain", "progress_scale"):
-            value = np.asarray(getattr(params, name), np.float64)
-            if not np.all(np.isfinite(value)) or np.any(value < 0):
-                raise ValueError(f"params.{name}={value.tolist()}: must be finite and >= 0")
+        validate_setpoint_terms(params)
         rng = np.asarray(params.target_range, np.float64)
         if not np.all(np.isfinite(rng)) or np.any(rng < 0):
             raise ValueError(f"params.target_range={rng.tolist()}: must be finite and >= 0")
@@ -177,3 +172,23 @@ def hover_reward(quad: dyn.QuadState, target: jax.Array, params: Any):
     crashed = dyn.below_ground(quad, params.ground_z) | (distance > params.crash_distance)
     terms = {"pos": pos, "dist": dist, "up": up, "spin": spin}
     return reward, terms, crashed, distance
+
+
+def setpoint_reward(quad: dyn.QuadState, prev_pos: jax.Array, target: jax.Array, params: Any):
+    """:func:`hover_reward` plus the two optional terms of Aerial Gym's sim2real setpoint
+    task: ``params.precision_gain exp(-50 d)`` and ``params.progress_scale (d_prev - d)``
+    (``d_prev = |target - prev_pos|``, the distance before the step). Returns
+    ``(reward, terms, crashed, distance)`` with ``precision`` and ``progress`` in ``terms``."""
+    reward, terms, crashed, distance = hover_reward(quad, target, params)
+    precision = params.precision_gain * jnp.exp(-50.0 * distance)
+    progress = jnp.linalg.norm(target - prev_pos) - distance
+    reward = reward + precision + params.progress_scale * progress
+    return reward, {**terms, "precision": precision, "progress": progress}, crashed, distance
+
+
+def validate_setpoint_terms(params: Any) -> None:
+    """``params.precision_gain`` and ``params.progress_scale`` must be finite and >= 0."""
+    for name in ("precision_gain", "progress_scale"):
+        value = np.asarray(getattr(params, name), np.float64)
+        if not np.all(np.isfinite(value)) or np.any(value < 0):
+            raise ValueError(f"params.{name}={value.tolist()}: must be finite and >= 0")

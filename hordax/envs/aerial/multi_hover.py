@@ -14,7 +14,7 @@ from gymnax.environments import spaces
 from hordax.envs.aerial import common
 from hordax.envs.aerial import controllers as ctl
 from hordax.envs.aerial import dynamics as dyn
-from hordax.envs.aerial.hover import hover_reward
+from hordax.envs.aerial.hover import setpoint_reward, validate_setpoint_terms
 from hordax.envs.core import MultiAgentEnvironment
 
 
@@ -41,6 +41,13 @@ class MultiHoverParams:
     ground_z: jax.Array = 0.0
     crash_reward: jax.Array = -20.0
     success_radius: jax.Array = 0.1
+    # Hover's optional terms of Aerial Gym's sim2real setpoint task (0 = off: the base reward)
+    precision_gain: jax.Array = 0.0  # x exp(-50 d)
+    progress_scale: jax.Array = 0.0  # x (d_prev - d) per step
+    # Separation shaping (0 = off): minus separation_penalty x sum over the other flying
+    # agents of max(0, 1 - gap / separation_radius) per step: a slope before the collision
+    separation_penalty: jax.Array = 0.0
+    separation_radius: jax.Array = 1.0  # m
     # spawn attitude/velocity noise (as Hover)
     spawn_pos_range: jax.Array = struct.field(default_factory=lambda: jnp.zeros(3, jnp.float32))
     spawn_tilt: jax.Array = 0.2
@@ -58,15 +65,18 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     - observation ``f32[n, 13 + 3 (n - 1)]``: the agent's Aerial Gym 13 (goal - position
       first), then the other agents' positions relative to it (others in index order).
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
-    - reward ``f32[n]``: Hover's reward per agent; ``crash_reward`` on the step an agent
-      crashes; 0 afterwards.
+    - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
+      ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
+      the other flying agents of ``max(0, 1 - gap / separation_radius)`` (off by default);
+      ``crash_reward`` on the step an agent crashes; 0 afterwards.
     - agent crash: below ground, farther than ``crash_distance`` from its goal, non-finite,
       or closer than ``collision_distance`` to another live agent (both crash).
       ``info["agent_terminated"]`` = crashed so far; ``info["agent_mask"]`` = still flying.
     - termination (episode): every agent crashed. Truncation: ``max_steps_in_episode``.
     - metrics: ``distance`` (mean over live agents), ``success`` (fraction of agents within
-      ``success_radius``), ``crashed`` (fraction), ``collisions`` (agents crashed by
-      collision this step).
+      ``success_radius``), ``all_success`` (1 when every agent is flying and within
+      ``success_radius``: the team's success), ``crashed`` (fraction), ``collisions``
+      (agents crashed by collision this step).
     """
 
     def __init__(
@@ -131,24 +141,30 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
             quad,
             state.quad,
         )
-        reward, terms, crashed_solo, distance = jax.vmap(hover_reward, (0, 0, None))(
-            quad, state.goal, params
+        reward, terms, crashed_solo, distance = jax.vmap(setpoint_reward, (0, 0, 0, None))(
+            quad, state.quad.pos, state.goal, params
         )
         gap = jnp.linalg.norm(quad.pos[:, None] - quad.pos[None], axis=-1)
         both_live = live[:, None] & live[None, :] & ~jnp.eye(n, dtype=bool)
         collided = jnp.any(both_live & (gap < params.collision_distance), axis=1)
+        crowding = jnp.sum(
+            jnp.where(both_live, jnp.maximum(0.0, 1.0 - gap / params.separation_radius), 0.0),
+            axis=1,
+        )
+        reward = reward - params.separation_penalty * crowding
+        terms = {**terms, "crowding": crowding}
         new_crash = live & (crashed_solo | ~finite | collided)
         reward = jnp.where(new_crash, params.crash_reward, jnp.where(live, reward, 0.0))
         crashed = state.crashed | new_crash
         new_state = state.replace(quad=quad, crashed=crashed, time=state.time + 1)
         still = ~crashed
         count = jnp.maximum(jnp.sum(still), 1)
+        within = still & (distance < params.success_radius)
         info = {
             "metrics": {
                 "distance": jnp.sum(jnp.where(still, distance, 0.0)) / count,
-                "success": jnp.mean(
-                    (still & (distance < params.success_radius)).astype(jnp.float32)
-                ),
+                "success": jnp.mean(within.astype(jnp.float32)),
+                "all_success": jnp.all(within).astype(jnp.float32),
                 "crashed": jnp.mean(crashed.astype(jnp.float32)),
                 "collisions": jnp.sum((live & collided).astype(jnp.float32)),
             },
@@ -184,7 +200,13 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     def validate_params(self, params: MultiHoverParams) -> None:
         super().validate_params(params)
         common.validate_common(params)
-        for name in ("ring_radius", "collision_distance"):
+        validate_setpoint_terms(params)
+        penalty = np.asarray(params.separation_penalty, np.float64)
+        if not np.all(np.isfinite(penalty)) or np.any(penalty < 0):
+            raise ValueError(
+                f"params.separation_penalty={penalty.tolist()}: must be finite and >= 0"
+            )
+        for name in ("ring_radius", "collision_distance", "separation_radius"):
             v = np.asarray(getattr(params, name), np.float64)
             if not np.all(np.isfinite(v)) or np.any(v <= 0):
                 raise ValueError(f"params.{name}={v.tolist()}: must be finite and > 0")

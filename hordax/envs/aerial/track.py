@@ -22,6 +22,7 @@ class TrackState:
     quad: dyn.QuadState
     phase: jax.Array  # f32[] reference phase at time 0 (rad)
     time: jax.Array  # i32[]
+    error_sum: jax.Array  # f32[] tracking error summed over the episode's steps so far (m)
 
 
 @struct.dataclass
@@ -78,7 +79,8 @@ class Track(Environment[TrackState, TrackParams]):
       ``crash_reward`` (-20) on a crash step. Terms in ``info["reward_terms"]``.
     - termination (crash): ``z <= ground_z``, ``d > crash_distance`` or non-finite state.
     - truncation: ``time >= max_steps_in_episode`` (1000 = 10 s).
-    - metrics: ``tracking_error`` (m), ``crashed``.
+    - metrics: ``tracking_error`` (m, this step), ``mean_tracking_error`` (m, mean over the
+      episode's steps so far: at its last step, the whole episode's), ``crashed``.
     """
 
     def __init__(self, controller: str = "attitude", airframe: str = "aerial_gym"):
@@ -108,17 +110,19 @@ class Track(Environment[TrackState, TrackParams]):
             params.spawn_rate,
             params.quad,
         )
-        state = TrackState(quad=quad, phase=phase, time=jnp.int32(0))
+        state = TrackState(quad=quad, phase=phase, time=jnp.int32(0), error_sum=jnp.float32(0.0))
         return self.observe(key, state, None, params), state
 
     def step_env(self, key: jax.Array, state: TrackState, action: jax.Array, params: TrackParams):
         quad, finite = common.fly(
             key, state.quad, action, self.controller, params.quad, params.ctrl
         )
-        new_state = state.replace(quad=quad, time=state.time + 1)
-        t = new_state.time.astype(jnp.float32) * params.quad.dt
+        time = state.time + 1
+        t = time.astype(jnp.float32) * params.quad.dt
         ref_pos, ref_vel, _ = reference(t, state.phase, params)
         distance = jnp.linalg.norm(ref_pos - quad.pos)
+        error_sum = state.error_sum + distance
+        new_state = state.replace(quad=quad, time=time, error_sum=error_sum)
         track = jnp.exp(-2.0 * distance)
         vel = jnp.exp(-jnp.linalg.norm(quad.vel - ref_vel))
         spin = 1.0 / (1.0 + jnp.sum(quad.omega**2))
@@ -128,7 +132,12 @@ class Track(Environment[TrackState, TrackParams]):
         )
         reward = jnp.where(crashed, params.crash_reward, reward).astype(jnp.float32)
         info = {
-            "metrics": {"tracking_error": distance, "crashed": crashed.astype(jnp.float32)},
+            "metrics": {
+                "tracking_error": distance,
+                # at an episode's last step: the whole episode's mean (the Lee reference's figure)
+                "mean_tracking_error": error_sum / time.astype(jnp.float32),
+                "crashed": crashed.astype(jnp.float32),
+            },
             "reward_terms": {
                 "track": track,
                 "velocity": vel,

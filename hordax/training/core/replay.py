@@ -35,15 +35,27 @@ def init_buffer(example: Any, capacity: int) -> ReplayBuffer:
     return ReplayBuffer(data, jnp.int32(0), jnp.int32(0))
 
 
-def add(buffer: ReplayBuffer, rows: Any) -> ReplayBuffer:
-    """Write ``rows`` (every leaf ``[N, ...]``, ``N <= capacity``) after the newest row."""
+def add(buffer: ReplayBuffer, rows: Any, count: jax.Array | None = None) -> ReplayBuffer:
+    """Write ``rows`` (every leaf ``[N, ...]``, ``N <= capacity``) after the newest row.
+
+    ``count`` (``i32[]``, may be traced): write only the first ``count`` rows (the others are
+    dropped, never written); default all ``N``.
+    """
     cap = buffer.capacity
     n = int(jax.tree.leaves(rows)[0].shape[0])
     if n > cap:
         raise ValueError(f"cannot add {n} rows to a replay buffer of capacity {cap}")
-    idx = (buffer.ptr + jnp.arange(n, dtype=jnp.int32)) % cap
-    data = jax.tree.map(lambda d, r: d.at[idx].set(r.astype(d.dtype)), buffer.data, rows)
-    return ReplayBuffer(data, (buffer.ptr + n) % cap, jnp.minimum(buffer.size + n, cap))
+    arange = jnp.arange(n, dtype=jnp.int32)
+    idx = (buffer.ptr + arange) % cap
+    if count is None:
+        data = jax.tree.map(lambda d, r: d.at[idx].set(r.astype(d.dtype)), buffer.data, rows)
+        return ReplayBuffer(data, (buffer.ptr + n) % cap, jnp.minimum(buffer.size + n, cap))
+    count = jnp.asarray(count, jnp.int32)
+    idx = jnp.where(arange < count, idx, cap)  # out of bounds: the write is dropped
+    data = jax.tree.map(
+        lambda d, r: d.at[idx].set(r.astype(d.dtype), mode="drop"), buffer.data, rows
+    )
+    return ReplayBuffer(data, (buffer.ptr + count) % cap, jnp.minimum(buffer.size + count, cap))
 
 
 def sample(buffer: ReplayBuffer, key: jax.Array, batch_size: int) -> Any:

@@ -5,7 +5,8 @@ jitted call releases the GIL, so the three overlap), exchanging parameters and d
 
 - **actor**: rollouts of ``T = trainer.rollout_length`` steps of all envs with the newest
   actor parameters it has received (mixed exploration; uniform actions for the first
-  ``warmup_updates`` rollouts); n-step rows (raw observations) go to the V-learner, their
+  ``warmup_updates`` rollouts); n-step rows (raw observations; the last ``n - 1`` steps of a
+  rollout wait for the next, as in the synchronous trainer) go to the V-learner, their
   observations to the P-learner, and the running observation statistics to both;
 - **V-learner**: owns the replay buffer; inserts new rows, runs critic updates in groups
   of ``beta_pv`` (sampled batches normalized with the newest statistics), publishes the
@@ -98,6 +99,25 @@ class _Shared:
     wait_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
 
 
+@dataclass(frozen=True)
+class _Learner:
+    """What differs between the V- and the P-learner's loops (:meth:`ParallelPQL._learn`);
+    the strings name :class:`_Shared` fields."""
+
+    role: str
+    calls: int  # jitted calls in the run
+    ready: Callable[[int], bool]  # may call j run (evaluated under sh.cond)
+    inbox: str  # data sent by the actor: (rows, count) pairs on this role's device
+    stats: str  # the newest observation statistics on this role's device
+    receive: tuple[str, str]  # (params key, field): the other learner's newest parameters
+    step: Callable[..., Any]  # (state, buffer, stats, key) -> (state, metrics)
+    key: jax.Array
+    send: Callable[[Any], dict]  # state -> {field: parameters placed for their receivers}
+    count: str  # the update counter this role advances
+    per_call: int  # updates per call
+    last: str  # where this role's newest metrics go
+
+
 @dataclass
 class ParallelResult:
     """What :meth:`ParallelPQL.run` returns."""
@@ -139,14 +159,17 @@ class ParallelPQL:
         self.actor_total = self.critic_total // int(self.acfg.beta_pv)
         acfg, agent, t = self.acfg, self.agent, trainer
 
-        def collect(act_state, env_state, obs, stats, key):
+        def collect(act_state, env_state, obs, stats, pending, key):
             key, k = jax.random.split(key)
             env_state, obs, tr = rollout(
                 t.env, t.env_params, NormalizedPolicy(agent, stats), act_state, env_state,
                 obs, k, self.T,
             )  # fmt: skip
-            rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
-            return env_state, obs, update_stats(stats, tr, obs), key, rows, episode_metrics(tr.info)
+            rows, count, pending = n_step_transitions(
+                tr, pending, acfg.gamma, acfg.n_step, acfg.reward_scale
+            )
+            stats = update_stats(stats, tr, obs)
+            return env_state, obs, stats, pending, key, (rows, count), episode_metrics(tr.info)
 
         def critic_group(state, buffer, stats, key):
             def step(st, k):
@@ -198,6 +221,32 @@ class ParallelPQL:
 
         return target
 
+    def _learn(self, sh: _Shared, state: Any, buffer: Any, spec: _Learner) -> tuple[Any, Any]:
+        """A learner role's loop: per call ``j``, wait until ``spec.ready(j)``; drain its
+        inbox into its buffer; take the newest statistics and the other learner's newest
+        parameters; run ``spec.step``; hand its parameters and metrics over under
+        ``sh.cond``. Returns the final ``(state, buffer)``."""
+        name, attr = spec.receive
+        for j in range(spec.calls):
+            self._wait(sh, spec.role, lambda j=j: spec.ready(j))
+            with sh.cond:
+                inbox = getattr(sh, spec.inbox)
+                setattr(sh, spec.inbox, [])
+                stats, params = getattr(sh, spec.stats), getattr(sh, attr)
+            for data, count in inbox:
+                buffer = self._busy(sh, spec.role, self._insert, buffer, data, count)
+            state = state.replace(params={**state.params, name: params})
+            state, m = self._busy(
+                sh, spec.role, spec.step, state, buffer, stats, jax.random.fold_in(spec.key, j)
+            )
+            sent = spec.send(state)  # device transfers outside the lock
+            with sh.cond:
+                setattr(sh, spec.count, getattr(sh, spec.count) + spec.per_call)
+                for k, v in {**sent, spec.last: m}.items():
+                    setattr(sh, k, v)
+                sh.cond.notify_all()
+        return state, buffer
+
     # --- the run -------------------------------------------------------------------------
     def run(self, key: jax.Array, on_row: Callable[[dict], None] | None = None) -> ParallelResult:
         """Train; ``on_row(row)`` is called on the calling thread after every chunk (see
@@ -227,7 +276,7 @@ class ParallelPQL:
         put = jax.device_put
         # Actor: env, obs, key, statistics and an agent state to act with.
         a_state = put(s0.agent, dev["actor"])
-        a_env = put((s0.env_state, s0.obs, s0.obs_stats, s0.key), dev["actor"])
+        a_env = put((s0.env_state, s0.obs, s0.obs_stats, s0.pending, s0.key), dev["actor"])
         # V-learner: the agent state (critic side) and the replay buffer.
         v_state = put(s0.agent, dev["v_learner"])
         v_buffer = put(s0.buffer, dev["v_learner"])
@@ -245,10 +294,9 @@ class ParallelPQL:
         # Compile every program on its device before the clock starts (jit caches per
         # device), so busy times and wall_s measure running, not compiling.
         t_compile = time.perf_counter()
-        out = self._collect(a_state, *a_env)
-        rows0 = out[4]
-        self._insert(v_buffer, put(rows0, dev["v_learner"]))
-        self._insert(p_buffer, put(rows0.obs, dev["p_learner"]))
+        rows0, count0 = self._collect(a_state, *a_env)[5]
+        self._insert(v_buffer, *put((rows0, count0), dev["v_learner"]))
+        self._insert(p_buffer, *put((rows0.obs, count0), dev["p_learner"]))
         self._critic_group(v_state, v_buffer, sh.stats_v, k_v)
         jax.block_until_ready(self._actor_step(p_state, p_buffer, sh.stats_p, k_p))
         self.compile_s = time.perf_counter() - t_compile
@@ -263,7 +311,7 @@ class ParallelPQL:
         per = self.t.critic_updates
 
         def actor() -> None:
-            env_state, obs, stats, k = a_env
+            env_state, obs, stats, pend, k = a_env
             st = a_state
             eps: list[dict] = []
             for r in range(self.num_rollouts):
@@ -271,11 +319,11 @@ class ParallelPQL:
                 with sh.cond:
                     params = sh.actor_for_actor
                 st = st.replace(params={**st.params, "actor": params}, update=jnp.int32(r))
-                env_state, obs, stats, k, rows, ep = self._busy(
-                    sh, "actor", self._collect, st, env_state, obs, stats, k
+                env_state, obs, stats, pend, k, (rows, count), ep = self._busy(
+                    sh, "actor", self._collect, st, env_state, obs, stats, pend, k
                 )
-                rows_v, stats_v = put((rows, stats), dev["v_learner"])
-                obs_p, stats_p = put((rows.obs, stats), dev["p_learner"])
+                rows_v, stats_v = put(((rows, count), stats), dev["v_learner"])
+                obs_p, stats_p = put(((rows.obs, count), stats), dev["p_learner"])
                 with sh.cond:
                     sh.v_inbox.append(rows_v)
                     sh.p_inbox.append(obs_p)
@@ -297,57 +345,39 @@ class ParallelPQL:
                     sh.actor_updates,
                     time.perf_counter(),
                 )
-                final["actor"] = (env_state, obs, stats, k)
+                final["actor"] = (env_state, obs, stats, pend, k)
                 final["actor_rows"] = rows
 
         def v_learner() -> None:
-            state, buffer = v_state, v_buffer
-            for j in range(self.critic_total // group):
-                self._wait(
-                    sh,
-                    "v_learner",
-                    lambda j=j: (
+            final["v"] = self._learn(
+                sh, v_state, v_buffer, _Learner(
+                    role="v_learner", calls=self.critic_total // group,
+                    # Enough data for call j, and at most one call ahead of the P-learner.
+                    ready=lambda j: (
                         (j + 1) * group <= per * (sh.collection_steps // T)
                         and sh.actor_updates >= (j - 1) * kk
                     ),
-                )
-                with sh.cond:
-                    inbox, sh.v_inbox = sh.v_inbox, []
-                    stats, actor_params = sh.stats_v, sh.actor_for_v
-                for rows in inbox:
-                    buffer = self._busy(sh, "v_learner", self._insert, buffer, rows)
-                state = state.replace(params={**state.params, "actor": actor_params})
-                state, m = self._busy(
-                    sh, "v_learner", self._critic_group, state, buffer, stats,
-                    jax.random.fold_in(k_v, j),
-                )  # fmt: skip
-                critic_p = put(state.params["critic"], dev["p_learner"])
-                with sh.cond:
-                    sh.critic_updates += group
-                    sh.critic_for_p, sh.last_v = critic_p, m
-                    sh.cond.notify_all()
-            final["v"] = (state, buffer)
+                    inbox="v_inbox", stats="stats_v", receive=("actor", "actor_for_v"),
+                    step=self._critic_group, key=k_v,
+                    send=lambda st: {"critic_for_p": put(st.params["critic"], dev["p_learner"])},
+                    count="critic_updates", per_call=group, last="last_v",
+                ),
+            )  # fmt: skip
 
         def p_learner() -> None:
-            state, buffer = p_state, p_buffer
-            for i in range(self.actor_total // kk):
-                self._wait(sh, "p_learner", lambda i=i: sh.critic_updates >= group * (i + 1))
-                with sh.cond:
-                    inbox, sh.p_inbox = sh.p_inbox, []
-                    stats, critic = sh.stats_p, sh.critic_for_p
-                for obs in inbox:
-                    buffer = self._busy(sh, "p_learner", self._insert, buffer, obs)
-                state = state.replace(params={**state.params, "critic": critic})
-                state, m = self._busy(
-                    sh, "p_learner", self._actor_step, state, buffer, stats,
-                    jax.random.fold_in(k_p, i),
-                )  # fmt: skip
-                a_for_actor, a_for_v = (put(state.params["actor"], dev[r]) for r in ROLES[:2])
-                with sh.cond:
-                    sh.actor_updates += kk
-                    sh.actor_for_actor, sh.actor_for_v, sh.last_p = a_for_actor, a_for_v, m
-                    sh.cond.notify_all()
-            final["p"] = state
+            final["p"] = self._learn(
+                sh, p_state, p_buffer, _Learner(
+                    role="p_learner", calls=self.actor_total // kk,
+                    ready=lambda i: sh.critic_updates >= group * (i + 1),
+                    inbox="p_inbox", stats="stats_p", receive=("critic", "critic_for_p"),
+                    step=self._actor_step, key=k_p,
+                    send=lambda st: {
+                        "actor_for_actor": put(st.params["actor"], dev["actor"]),
+                        "actor_for_v": put(st.params["actor"], dev["v_learner"]),
+                    },
+                    count="actor_updates", per_call=kk, last="last_p",
+                ),
+            )[0]  # fmt: skip
 
         threads = [
             threading.Thread(target=self._role(sh, name, body), name=f"pql-{name}", daemon=True)
@@ -413,7 +443,7 @@ class ParallelPQL:
         end = time.perf_counter()
         v_state, buffer = final["v"]
         p_state = final["p"]
-        env_state, obs, stats, key = final["actor"]
+        env_state, obs, stats, pend, key = final["actor"]
         placed = {
             "actor": _device_names((env_state, obs, stats, final["actor_rows"])),
             "v_learner": _device_names((v_state, buffer)),
@@ -428,7 +458,7 @@ class ParallelPQL:
             update=jnp.int32(self.num_rollouts),
         )
         state = OffPolicyState(
-            agent, env_state, obs, key, jnp.int32(self.num_rollouts), buffer, stats
+            agent, env_state, obs, key, jnp.int32(self.num_rollouts), buffer, stats, pend
         )
         c_end, nc_end, na_end, t_end = final["collection_end"]
         summary = {

@@ -10,7 +10,9 @@ fault-injection hook of the kill tests.
   logged past its last checkpoint are dropped).
 - :func:`fault_point` kills the process with SIGKILL at a named phase when
   ``HORDAX_FAULT_AT=<phase>[:<n>]`` is set (the n-th time this process reaches it), so the
-  fault-injection test covers every phase deterministically. Unset, it does nothing.
+  fault-injection test covers every phase deterministically; ``HORDAX_FAULT_SIGNAL=SIGINT``
+  sends a Ctrl-C there instead (the user's interrupt at an exact phase, with no race
+  against the run finishing first). Unset, it does nothing.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ _reached: dict[str, int] = {}
 def fault_point(phase: str) -> None:
     """SIGKILL this process here if ``HORDAX_FAULT_AT`` names ``phase`` (testing hook).
 
-    ``HORDAX_FAULT_AT=chunk:3`` kills the process the third time it reaches ``chunk``.
+    ``HORDAX_FAULT_AT=chunk:3`` kills the process the third time it reaches ``chunk``;
+    ``HORDAX_FAULT_SIGNAL`` (a ``signal`` name, default ``SIGKILL``) picks another signal,
+    e.g. ``SIGINT`` for a Ctrl-C at that point.
     """
     spec = os.environ.get("HORDAX_FAULT_AT")
     if not spec:
@@ -113,7 +117,7 @@ def fault_point(phase: str) -> None:
         return
     _reached[phase] = _reached.get(phase, 0) + 1
     if _reached[phase] == int(count):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, os.environ.get("HORDAX_FAULT_SIGNAL", "SIGKILL")))
 
 
 def open_metrics(run_dir: str | None, start_chunk: int) -> tuple[Any, dict]:

@@ -2,7 +2,8 @@
 
     update = rollout (T steps of B envs, mixed exploration)
              -> n-step transitions (bootstrap through truncation from final_observation,
-                none after termination) -> replay buffer (in the train state)
+                none after termination; windows run on into the next rollout: the last
+                n - 1 steps wait in the state for it) -> replay buffer (in the train state)
              -> repeat Na = Nc / beta_pv times: beta_pv critic updates, then 1 actor update
 
 with ``Nc = beta_av * T`` critic updates per trainer update (``beta_av`` critic updates
@@ -48,8 +49,23 @@ from hordax.validation import need
 
 
 @struct.dataclass
+class PendingSteps:
+    """The last ``n - 1`` steps of the previous rollout (leaves ``[n - 1, B, ...]``): their
+    n-step windows run on into the next rollout, so they become replay rows then."""
+
+    obs: jax.Array
+    unit_action: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_obs: jax.Array  # final_observation of each step
+    valid: jax.Array  # bool[]: False before the first rollout (nothing pending yet)
+
+
+@struct.dataclass
 class OffPolicyState:
-    """:class:`~hordax.training.core.types.TrainState` plus the replay buffer."""
+    """:class:`~hordax.training.core.types.TrainState` plus the replay buffer and the steps
+    whose n-step windows are not complete yet."""
 
     agent: Any
     env_state: Any
@@ -58,6 +74,7 @@ class OffPolicyState:
     update_idx: jax.Array
     buffer: replay.ReplayBuffer
     obs_stats: RunningStats | None = None  # running obs statistics (None: normalize_obs off)
+    pending: PendingSteps | None = None
 
 
 def normalize_batch(batch: CriticBatch, stats: RunningStats | None) -> CriticBatch:
@@ -65,22 +82,67 @@ def normalize_batch(batch: CriticBatch, stats: RunningStats | None) -> CriticBat
     return batch.replace(obs=normalize(batch.obs, stats), next_obs=normalize(batch.next_obs, stats))
 
 
-def n_step_transitions(tr: Any, gamma: float, n: int, reward_scale: float = 1.0) -> CriticBatch:
-    """Flat ``[T * B]`` n-step transitions of a rollout (see ``compute_n_step``); the
-    observations are those of the rollout (raw env observations in the PQL trainers)."""
+def no_pending_steps(n: int, num_envs: int, obs_shape: tuple, action_dim: int) -> PendingSteps:
+    """The pending steps before the first rollout (zeros, ``valid=False``)."""
+    m = n - 1
+    return PendingSteps(
+        obs=jnp.zeros((m, num_envs, *obs_shape), jnp.float32),
+        unit_action=jnp.zeros((m, num_envs, action_dim), jnp.float32),
+        reward=jnp.zeros((m, num_envs), jnp.float32),
+        terminated=jnp.zeros((m, num_envs), bool),
+        truncated=jnp.zeros((m, num_envs), bool),
+        next_obs=jnp.zeros((m, num_envs, *obs_shape), jnp.float32),
+        valid=jnp.bool_(False),
+    )
+
+
+def n_step_transitions(
+    tr: Any, pending: PendingSteps, gamma: float, n: int, reward_scale: float = 1.0
+) -> tuple[CriticBatch, jax.Array, PendingSteps]:
+    """n-step transitions whose windows are whole ``n`` steps (unless an episode ends).
+
+    The ``m = n - 1`` pending steps of the previous rollout are put before this rollout's
+    ``T`` steps, and the windows of ``compute_n_step`` are taken over those ``T + m`` steps:
+    the first ``T`` of them (the pending steps and this rollout's first ``T - m``) have their
+    whole window inside, and become rows; the last ``m`` steps are pending for the next
+    rollout. Windows stop at a termination (no bootstrap) or a truncation (bootstrap from
+    that step's ``final_observation``), as in one long rollout.
+
+    Args:
+        tr: the rollout, ``[T, B]`` leaves (``extras["unit_action"]``: the agent's actions).
+        pending: the previous rollout's last ``m`` steps (``valid`` False at the first one).
+        gamma, n, reward_scale: discount, window length (``n <= T``), reward factor.
+
+    Returns:
+        ``(rows, count, pending)``: ``rows`` flat ``[T * B]``, the valid ones first
+        (``count`` of them, ``i32[]``: ``T * B``, or ``(T - m) * B`` at the first rollout,
+        whose pending steps are not real), and the steps pending for the next rollout.
+    """
     T, B = tr.reward.shape
+    m = n - 1
+    ext = {  # the pending steps, then this rollout's: [T + m, B, ...]
+        "obs": (pending.obs, tr.obs.astype(jnp.float32)),
+        "unit_action": (pending.unit_action, tr.extras["unit_action"]),
+        "reward": (pending.reward, tr.reward.astype(jnp.float32)),
+        "terminated": (pending.terminated, tr.terminated),
+        "truncated": (pending.truncated, tr.truncated),
+        "next_obs": (pending.next_obs, tr.next_obs.astype(jnp.float32)),
+    }
+    ext = {k: jnp.concatenate(v, axis=0) for k, v in ext.items()}
     ret, disc, last = compute_n_step(
-        tr.reward * reward_scale, tr.terminated, tr.truncated, gamma, n
+        ext["reward"] * reward_scale, ext["terminated"], ext["truncated"], gamma, n
     )
-    boot = tr.next_obs[last, jnp.arange(B)[None, :]]  # [T, B, ...] next_obs at `last`
-    flat = lambda x: x.reshape((T * B, *x.shape[2:]))  # noqa: E731
-    return CriticBatch(
-        flat(tr.obs).astype(jnp.float32),
-        flat(tr.extras["unit_action"]),
-        flat(ret),
-        flat(boot).astype(jnp.float32),
-        flat(disc),
+    boot = ext["next_obs"][last, jnp.arange(B)[None, :]]  # next_obs at each window's end
+    # Rows of steps 0 .. T-1 of ext, this rollout's first (valid at every rollout), then the
+    # pending ones (valid from the second rollout on).
+    order = jnp.concatenate([jnp.arange(m, T), jnp.arange(0, m)])
+    flat = lambda x: x[order].reshape((T * B, *x.shape[2:]))  # noqa: E731
+    rows = CriticBatch(
+        flat(ext["obs"]), flat(ext["unit_action"]), flat(ret), flat(boot), flat(disc)
     )
+    count = jnp.where(pending.valid, T * B, (T - m) * B).astype(jnp.int32)
+    after = PendingSteps(**{k: v[T:] for k, v in ext.items()}, valid=jnp.bool_(True))
+    return rows, count, after
 
 
 class PQLTrainer(UpdateLoop):
@@ -125,7 +187,10 @@ class PQLTrainer(UpdateLoop):
         stats = None
         if self.normalize_obs:
             stats = RunningStats.create(self.obs_shape).update(obs)
-        return OffPolicyState(agent_state, env_state, obs, key, jnp.int32(0), buffer, stats)
+        pending = no_pending_steps(self.agent_cfg.n_step, self.cfg.num_envs, self.obs_shape, d)
+        return OffPolicyState(
+            agent_state, env_state, obs, key, jnp.int32(0), buffer, stats, pending
+        )
 
     def critic_batch(self, buffer: replay.ReplayBuffer, stats: Any, key: jax.Array):
         """A critic batch sampled from the buffer, normalized with ``stats``."""
@@ -166,8 +231,10 @@ class PQLTrainer(UpdateLoop):
             key_rollout,
             self.cfg.rollout_length,
         )
-        rows = n_step_transitions(tr, acfg.gamma, acfg.n_step, acfg.reward_scale)
-        buffer = replay.add(state.buffer, rows)
+        rows, count, pending = n_step_transitions(
+            tr, state.pending, acfg.gamma, acfg.n_step, acfg.reward_scale
+        )
+        buffer = replay.add(state.buffer, rows, count)
         stats = update_stats(state.obs_stats, tr, obs)
         agent_state, losses = self.learn(state.agent, buffer, stats, key_learn)
         agent_state = agent_state.replace(update=agent_state.update + 1)
@@ -184,7 +251,7 @@ class PQLTrainer(UpdateLoop):
             **finiteness(both, agent_state),
         }
         new_state = OffPolicyState(
-            agent_state, env_state, obs, key, state.update_idx + 1, buffer, stats
+            agent_state, env_state, obs, key, state.update_idx + 1, buffer, stats, pending
         )
         return new_state, metrics
 

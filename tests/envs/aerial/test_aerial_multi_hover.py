@@ -7,6 +7,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import hordax
 from hordax.envs.aerial import dynamics as dyn
@@ -99,3 +100,54 @@ def test_multi_hover__straight_line_flights_through_the_centre_collide():
     collisions, final = run(KEY, True)
     assert float(collisions) == 0
     assert float(final.max()) < 0.3
+
+
+def test_multi_hover__all_success_and_setpoint_terms():
+    """``all_success`` is 1 only when every agent flies within ``success_radius`` of its goal
+    (``success`` is the fraction); Hover's precision and progress terms add per agent."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    offset = jnp.array([[0.0, 0.0, 0.05], [0.05, 0.0, 0.0], [0.0, 0.05, 0.0], [0.0, 0.0, 0.2]])
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(state.goal + offset)
+    state = state.replace(quad=quad)
+    hover = jnp.zeros((4, 4))
+    _, _, r_off, _, info = step(KEY, state, hover, params)
+    assert float(info["metrics"]["success"]) == 0.75
+    assert float(info["metrics"]["all_success"]) == 0.0
+    near = state.replace(quad=quad.replace(pos=quad.pos.at[3].set(state.goal[3] + 0.05)))
+    _, _, _, _, info = step(KEY, near, hover, params)
+    assert float(info["metrics"]["all_success"]) == 1.0
+    _, _, _, _, info = step(
+        KEY, near.replace(crashed=jnp.array([False, False, False, True])), hover, params
+    )
+    assert float(info["metrics"]["all_success"]) == 0.0  # a crashed agent is no success
+    on = params.replace(precision_gain=jnp.float32(3.0), progress_scale=jnp.float32(400.0))
+    _, nxt, r_on, _, _ = step(KEY, state, hover, on)
+    d_prev = np.linalg.norm(np.asarray(offset), axis=-1)
+    d = np.linalg.norm(np.asarray(nxt.goal - nxt.quad.pos), axis=-1)
+    expected = np.asarray(r_off) + 3.0 * np.exp(-50.0 * d) + 400.0 * (d_prev - d)
+    np.testing.assert_allclose(np.asarray(r_on), expected, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match="params.precision_gain"):
+        env.validate_params(params.replace(precision_gain=-1.0))
+
+
+def test_multi_hover__separation_penalty_by_hand():
+    """Agents 0 and 1 hover 0.5 m apart (no collision), 2 and 3 far away: with
+    ``separation_penalty`` 4 and ``separation_radius`` 1 m, agents 0 and 1 lose
+    4 x (1 - gap / 1) each, agents 2 and 3 nothing; off by default."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(
+        jnp.array([[0.0, 0.0, 2.0], [0.5, 0.0, 2.0], [3.0, 0.0, 2.0], [-3.0, 0.0, 2.0]])
+    )
+    state = state.replace(quad=quad)
+    hover = jnp.zeros((4, 4))
+    _, nxt, r_off, _, info = step(KEY, state, hover, params)
+    on = params.replace(separation_penalty=jnp.float32(4.0), separation_radius=jnp.float32(1.0))
+    _, _, r_on, _, _ = step(KEY, state, hover, on)
+    gap = float(np.linalg.norm(np.asarray(nxt.quad.pos[0] - nxt.quad.pos[1])))
+    expected = np.array([4.0 * (1.0 - gap), 4.0 * (1.0 - gap), 0.0, 0.0])
+    assert abs(gap - 0.5) < 0.01 and not bool(np.any(info["agent_terminated"]))
+    np.testing.assert_allclose(np.asarray(r_off - r_on), expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="params.separation_radius"):
+        env.validate_params(params.replace(separation_radius=0.0))

@@ -194,6 +194,22 @@ def test_track__reference_derivatives_are_consistent():
     np.testing.assert_allclose(reference(8.0, 0.4, params)[0], reference(0.0, 0.4, params)[0], 1e-5)
 
 
+def test_track__mean_tracking_error_is_the_running_mean_of_tracking_error():
+    """``mean_tracking_error`` after k steps = the mean of the k steps' ``tracking_error``
+    (at an episode's last step: the whole episode's mean, as the Lee reference reports)."""
+    env, params = _make("Aerial-Track-v0")
+    step = _jit_step("Aerial-Track-v0")
+    _, state = env.reset(KEY, params)
+    errors = []
+    for action in (0.2, -0.3, 0.5):
+        _, state, _, _, info = step(KEY, state, jnp.full(4, action), params)
+        errors.append(float(info["metrics"]["tracking_error"]))
+        np.testing.assert_allclose(
+            float(info["metrics"]["mean_tracking_error"]), np.mean(errors), rtol=1e-6
+        )
+    assert len(set(errors)) == 3  # the steps differ: a real mean, not one value
+
+
 def test_track__feedforward_position_controller_tracks_the_figure_eight():
     """Lee position control with the reference's velocity and acceleration feed-forward:
     mean tracking error after the first 2 s < 15 cm (measured 9 cm: the attitude loop and
