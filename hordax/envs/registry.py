@@ -79,17 +79,21 @@ def entry_point(env_id: str) -> str | None:
 
 
 def constructor_accepts(env_id: str, names: list[str]) -> bool:
-    """Whether the constructor behind ``env_id`` takes every keyword in ``names`` (False for
-    an unknown id)."""
+    """Whether the constructor behind ``env_id`` names every keyword in ``names`` as a
+    parameter (False for an unknown id). A ``**kwargs`` catch-all does not count: it says
+    nothing of what the constructor understands (XLandTrials once forwarded ``**kwargs`` to
+    XLand and was taken for a trading env, so ``hordax eval split=`` passed it
+    ``random_start=``)."""
     factory = gx_registration._registry.get(env_id)
     if factory is None:
         return False
-    ctor, _ = _split_kwargs(factory, dict.fromkeys(names))
-    return set(ctor) == set(names)
+    signature = _constructor_signature(factory)
+    return signature is not None and set(names) <= signature[0]
 
 
-def _split_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict, dict]:
-    """Split ``kwargs`` into constructor arguments and the rest (params overrides)."""
+def _constructor_signature(factory: Callable[..., Any]) -> tuple[set[str], bool] | None:
+    """``(named parameters, takes **kwargs)`` of the class behind ``factory`` (or of the
+    factory itself), None where Python cannot tell."""
     target = factory
     entry = getattr(factory, "entry_point", None)
     if entry is not None:
@@ -98,10 +102,23 @@ def _split_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):
+        return None
+    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    named = {
+        name
+        for name, p in sig.parameters.items()
+        if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    }
+    return named, var_kw
+
+
+def _split_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[dict, dict]:
+    """Split ``kwargs`` into constructor arguments and the rest (params overrides)."""
+    signature = _constructor_signature(factory)
+    if signature is None:
         return {}, dict(kwargs)
-    names = set(sig.parameters)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-        names = set(kwargs)  # the constructor takes everything
+    named, var_kw = signature
+    names = set(kwargs) if var_kw else named  # a **kwargs constructor takes everything
     ctor = {k: v for k, v in kwargs.items() if k in names}
     rest = {k: v for k, v in kwargs.items() if k not in names}
     return ctor, rest

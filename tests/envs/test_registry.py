@@ -130,3 +130,24 @@ def test_import_hordax__imports_no_env_family():
     code = "import sys, hordax; print(any(m.startswith('hordax.envs.debug') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_constructor_accepts__counts_named_parameters_not_a_kwargs_catch_all(monkeypatch):
+    """What ``hordax eval split=`` and the trading backtests ask before passing ``split`` /
+    ``random_start``: a constructor that only forwards ``**kwargs`` does not count (one such
+    grid env was taken for a trading env and handed ``random_start=``)."""
+    from gymnax import registration
+
+    from hordax.envs.registry import constructor_accepts
+
+    assert constructor_accepts("StockTrading-v0", ["split", "random_start"])
+    assert constructor_accepts("Grid-XLand-Trials-R1-9x9-v0", ["split"])
+    assert not constructor_accepts("Grid-XLand-Trials-R1-9x9-v0", ["split", "random_start"])
+    assert not constructor_accepts("CartPole-v1", ["split"])
+    assert not constructor_accepts("Nope-v0", ["split"])
+
+    def forwards_everything(**kwargs):
+        raise AssertionError("not built")
+
+    monkeypatch.setitem(registration._registry, "Debug-Forwarding-v0", forwards_everything)
+    assert not constructor_accepts("Debug-Forwarding-v0", ["split"])
