@@ -69,12 +69,15 @@ RUN = [
 TIMING = ("wall_s", "sps")
 
 
-def _env(fault: str | None = None):
+def _env(fault: str | None = None, fault_signal: str | None = None):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("XLA_FLAGS", None)  # the CLI's own device setup, as a user gets it
     env.pop("HORDAX_FAULT_AT", None)
+    env.pop("HORDAX_FAULT_SIGNAL", None)
     if fault:
         env["HORDAX_FAULT_AT"] = fault
+    if fault_signal:
+        env["HORDAX_FAULT_SIGNAL"] = fault_signal
     return env
 
 
@@ -82,10 +85,11 @@ def _cmd(args):
     return [sys.executable, "-m", "hordax.training.cli", "train", *args]
 
 
-def _cli(args, cwd, check=True, timeout=400, fault=None):
+def _cli(args, cwd, check=True, timeout=400, fault=None, fault_signal=None):
     proc = subprocess.run(
-        _cmd(args), cwd=cwd, capture_output=True, text=True, timeout=timeout, env=_env(fault)
-    )
+        _cmd(args), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env=_env(fault, fault_signal),
+    )  # fmt: skip
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -163,10 +167,7 @@ def _interrupted(args, cwd, fault):
     the default in the child by exec."""
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        proc = subprocess.run(
-            _cmd(args), cwd=cwd, capture_output=True, text=True, timeout=400,
-            env={**_env(fault), "HORDAX_FAULT_SIGNAL": "SIGINT"},
-        )  # fmt: skip
+        proc = _cli(args, cwd, check=False, fault=fault, fault_signal="SIGINT")
     finally:
         signal.signal(signal.SIGINT, old)
     return proc.returncode, proc.stdout, proc.stderr
