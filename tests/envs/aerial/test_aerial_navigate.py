@@ -210,3 +210,34 @@ def test_navigate__scripted_velocity_policy_reaches_the_goal_in_an_empty_room():
 
     success = jax.jit(jax.vmap(episode))(jax.random.split(KEY, 8))
     assert bool(np.all(success))
+
+
+@pytest.mark.timeout(120)
+def test_navigate__surviving_under_exploration_noise_pays_more_than_crashing():
+    """A fresh Gaussian policy (actions N(0, 1) per component, clipped by the env) that
+    survives a whole episode in the empty room must earn more than a crash (-100): else
+    crashing early is the better return and PPO learns to crash (RESULTS section 18's 94 %).
+    With the old action-change penalty (0.05 |a - a_prev|^2) surviving cost ~ -226."""
+    env, params = _nav(num_obstacles=0, height=16, width=24)
+
+    def episode(key):
+        k_reset, k_run = jax.random.split(key)
+        obs, state = env.reset(k_reset, params)
+
+        def body(carry, k):
+            state, done, ret = carry
+            k_act, k_step = jax.random.split(k)
+            action = jax.random.normal(k_act, (4,))
+            _, state2, reward, term, _ = env.step_env(k_step, state, action, params)
+            ret = ret + jnp.where(done, 0.0, reward)
+            return (state2, done | term, ret), None
+
+        init = (state, jnp.bool_(False), jnp.float32(0.0))
+        steps = params.max_steps_in_episode
+        (_, done, ret), _ = jax.lax.scan(body, init, jax.random.split(k_run, steps))
+        return done, ret
+
+    done, ret = jax.jit(jax.vmap(episode))(jax.random.split(KEY, 32))
+    done, ret = np.asarray(done), np.asarray(ret)
+    assert (~done).sum() >= 16  # most noisy episodes survive the empty room
+    assert ret[~done].mean() > float(params.crash_reward) + 30.0
