@@ -66,6 +66,9 @@ class SuiteConfig:
     only: list[str] = field(default_factory=list)
     """Train only the rows whose task is listed (empty = all); the other rows' finished runs
     still make their table rows."""
+    checkpoint_every: int = 1
+    """Every run checkpoints every N chunks (``checkpoint.every``, unless a row sets it), so
+    that a suite stopped mid-run continues from the run's newest checkpoint; 0: off."""
     overwrite: bool = False
     """Retrain the selected rows' runs whatever their directories hold (default: reuse a
     finished run started with the same overrides, continue an unfinished one, refuse one
@@ -76,6 +79,8 @@ def validate_suite(cfg: SuiteConfig) -> None:
     """The checks that need no run; ``ValueError`` naming the key."""
     if not cfg.seeds or len(set(cfg.seeds)) != len(cfg.seeds) or min(cfg.seeds) < 0:
         raise ValueError(f"seeds={list(cfg.seeds)}: must be distinct integers >= 0, at least one")
+    if cfg.checkpoint_every < 0:
+        raise ValueError(f"checkpoint_every={cfg.checkpoint_every}: must be an integer >= 0")
     if cfg.episodes < 1:
         raise ValueError(f"episodes={cfg.episodes}: must be an integer >= 1")
     if not cfg.rows:
@@ -159,6 +164,8 @@ def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=pri
     for row in cfg.rows:
         label = f"{row['task']}_{row['agent']}"
         base = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
+        if cfg.checkpoint_every and not any(o.startswith("checkpoint.every=") for o in base):
+            base.append(f"checkpoint.every={cfg.checkpoint_every}")
         plan = [(seed, os.path.join(out_dir, "runs", label, f"seed{seed}")) for seed in cfg.seeds]
         selected = not cfg.only or row["task"] in cfg.only
         if not selected and not all(

@@ -130,6 +130,7 @@ def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_othe
             "rows[0]: unknown keys ['s']",
         ),  # fmt: skip
         (SuiteConfig(seeds=[0, 0], rows=[{}]), "seeds=[0, 0]"),
+        (SuiteConfig(checkpoint_every=-1, rows=[{}]), "checkpoint_every=-1"),
         (
             SuiteConfig(
                 rows=[
