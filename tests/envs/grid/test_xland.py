@@ -208,6 +208,25 @@ def test_benchmark__malformed_files_raise(tmp_path, payload, match):
         xland.load_benchmark(path)
 
 
+def random_trial(env, params, steps, record):
+    """``trial(key) -> (first obs, scan outputs)``: ``steps`` uniformly random actions from a
+    reset; each step's output is ``record(state, next_state, obs, action, key, reward,
+    terminated, info)``."""
+
+    def trial(key):
+        obs, s = env.reset(key, params)
+
+        def body(s, k):
+            k_a, k_s = jax.random.split(k)
+            a = jax.random.randint(k_a, (), 0, 6)
+            obs, s2, r, term, info = env.step_env(k_s, s, a, params)
+            return s2, record(s, s2, obs, a, k_s, r, term, info)
+
+        return obs, jax.lax.scan(body, s, jax.random.split(key, steps))[1]
+
+    return trial
+
+
 def test_trials__same_hidden_task_across_episodes():
     """A trial keeps its task over episodes, re-lays the room, and ends after K episodes."""
     env = xland.XLandTrials(episodes_per_trial=3, num_tasks=16)
@@ -243,18 +262,10 @@ def test_trials__per_episode_returns_and_held_out_split():
     env = xland.XLandTrials(episodes_per_trial=3, num_tasks=40, **kw)
     params = env.default_params.replace(episode_steps=12, max_steps_in_episode=36)
 
-    def trial(key):
-        obs, s = env.reset(key, params)
-
-        def body(s, k):
-            k_a, k_s = jax.random.split(k)
-            a = jax.random.randint(k_a, (), 0, 6)
-            _, s2, r, term, info = env.step_env(k_s, s, a, params)
-            return s2, (r, term, info["metrics"])
-
-        return jax.lax.scan(body, s, jax.random.split(key, 36))[1]
-
-    r, term, m = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(3), 64))
+    trial = random_trial(
+        env, params, 36, lambda s, s2, obs, a, k, r, term, info: (r, term, info["metrics"])
+    )
+    _, (r, term, m) = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(3), 64))
     r, term, idx = np.asarray(r), np.asarray(term), np.asarray(m["episode_index"])
     assert term.any(axis=1).all()
     end = np.argmax(term, axis=1)  # the trial's last step (the scan steps on past it)
@@ -308,17 +319,10 @@ def test_trials__observe_outcome_channel():
     assert env.observation_space(params).shape == (5, 5, 3)
     assert plain.observation_space(params).shape == (5, 5, 2)
 
-    def trial(key):
-        obs, s = env.reset(key, params)
+    def record(s, s2, obs, a, k, r, term, info):
+        return obs, plain.observe(k, s2, a, params), r, s2.episode_index - s.episode_index
 
-        def body(s, k):
-            k_a, k_s = jax.random.split(k)
-            a = jax.random.randint(k_a, (), 0, 6)
-            obs, s2, r, term, info = env.step_env(k_s, s, a, params)
-            view = plain.observe(k_s, s2, a, params)
-            return s2, (obs, view, r, s2.episode_index - s.episode_index)
-
-        return obs, jax.lax.scan(body, s, jax.random.split(key, 17))[1]
+    trial = random_trial(env, params, 17, record)
 
     obs0, (obs, view, r, ended) = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(5), 32))
     obs, view, r, ended = map(np.asarray, (obs, view, r, ended))
