@@ -17,9 +17,8 @@ from hordax.envs.aerial import controllers as ctl
 from hordax.envs.aerial import dynamics as dyn
 from hordax.envs.core import Environment
 
-STATE_DIM = (
-    17  # goal - pos (3, vehicle frame), quat (4), body vel (3), body rates (3), previous action (4)
-)
+#: goal - pos (3, vehicle frame), quat (4), body vel (3), body rates (3), previous action (4)
+STATE_DIM = 17
 
 
 @struct.dataclass

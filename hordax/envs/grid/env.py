@@ -73,6 +73,7 @@ class GridEnv(Environment[GridState, GridParams]):
     #: goal kinds ``state.goal`` / ``state.fail`` can hold (static; see rules.check_goal)
     goal_kinds: tuple[int, ...] = rules.ALL_GOALS
     fail_kinds: tuple[int, ...] = ()
+    obs_channels: int = 2  # the view's channels: (tile, colour); a subclass may add some
 
     def __init__(
         self,
@@ -164,7 +165,8 @@ class GridEnv(Environment[GridState, GridParams]):
 
     def observation_space(self, params: Any) -> spaces.Box:
         high = max(world.NUM_TILES, world.NUM_COLORS) - 1
-        return spaces.Box(0, high, (self.view_size, self.view_size, 2), jnp.uint8)
+        shape = (self.view_size, self.view_size, self.obs_channels)
+        return spaces.Box(0, high, shape, jnp.uint8)
 
     def action_space(self, params: Any) -> spaces.Discrete:
         return spaces.Discrete(world.NUM_ACTIONS)

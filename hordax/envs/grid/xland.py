@@ -47,6 +47,11 @@ _GOAL_ONE = np.array(
 _GOAL_TWO = np.array(
     [rules.G_TILE_NEAR] + list(range(rules.G_TILE_NEAR_UP, rules.G_TILE_NEAR_LEFT + 1)), np.int32
 )
+#: ``goal_kinds`` of the generator: the goal kinds a task may have. ``"all"``: one-object goals
+#: (AgentHold, AgentNear, AgentNear[dir]) or, with probability ``p_two``, two-object ones
+#: (TileNear, TileNear[dir]); ``"agent_hold"`` / ``"agent_near"``: that one goal kind only
+GOAL_KINDS = ("all", "agent_hold", "agent_near")
+_GOAL_ONLY = {"agent_hold": rules.G_AGENT_HOLD, "agent_near": rules.G_AGENT_NEAR}
 _RULE_ONE = np.array(
     [rules.R_AGENT_HOLD, rules.R_AGENT_NEAR]
     + list(range(rules.R_AGENT_NEAR_UP, rules.R_AGENT_NEAR_LEFT + 1)),
@@ -76,6 +81,7 @@ def sample_ruleset(
     depth: int = 1,
     num_distractor_rules: int = 2,
     num_distractor_objects: int = 2,
+    goal_kinds: str = "all",
     p_two: float = 0.3,
 ) -> RuleSet:
     """Draw one task (pure JAX; ``vmap`` over keys for many).
@@ -85,7 +91,9 @@ def sample_ruleset(
         depth: length of the rule chain between the placed objects and the goal (static).
         num_distractor_rules: rules on distractor objects (static).
         num_distractor_objects: unused objects placed in the room (static).
-        p_two: probability that the goal or a chain rule involves two objects (TileNear).
+        goal_kinds: the goal kinds drawn (static, one of :data:`GOAL_KINDS`).
+        p_two: probability that the goal (with ``goal_kinds="all"``) or a chain rule
+            involves two objects (TileNear).
     """
     num_rules, num_objects = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)
     # one uniform draw for everything (each jax.random call compiles its own hash)
@@ -101,8 +109,9 @@ def sample_ruleset(
         return jnp.asarray(table)[jnp.minimum((v * len(table)).astype(jnp.int32), len(table) - 1)]
 
     # goal ------------------------------------------------------------------------------
-    two = u[next(ui)] < p_two
-    g_kind = jnp.where(two, pick(_GOAL_TWO, u[next(ui)]), pick(_GOAL_ONE, u[next(ui)]))
+    goal_one = _GOAL_ONE if goal_kinds == "all" else np.array([_GOAL_ONLY[goal_kinds]], np.int32)
+    two = (u[next(ui)] < p_two) & (goal_kinds == "all")
+    g_kind = jnp.where(two, pick(_GOAL_TWO, u[next(ui)]), pick(goal_one, u[next(ui)]))
     a, b = objs[0], objs[1]
     nxt = 2
     goal = jnp.stack([g_kind, a[0], a[1], jnp.where(two, b[0], 0), jnp.where(two, b[1], 0)])
@@ -204,12 +213,12 @@ def make_benchmark(
     depth: int = 1,
     num_distractor_rules: int = 2,
     num_distractor_objects: int = 2,
+    goal_kinds: str = "all",
     chunk: int = 65536,
 ) -> Benchmark:
     """Materialize ``num_tasks`` generated rulesets (``jit(vmap(sample_ruleset))`` in chunks)."""
-    gen = jax.jit(
-        jax.vmap(lambda k: sample_ruleset(k, depth, num_distractor_rules, num_distractor_objects))
-    )
+    args = (depth, num_distractor_rules, num_distractor_objects, goal_kinds)
+    gen = jax.jit(jax.vmap(lambda k: sample_ruleset(k, *args)))
     parts = []
     for start in range(0, num_tasks, chunk):
         n = min(chunk, num_tasks - start)
@@ -314,7 +323,8 @@ class XLand(GridEnv):
     """XLand-style single-task env: rooms, objects, production rules and one goal.
 
     The task is ``params.goal/rules/init_tiles`` (vmap over params = multi-task), or, with
-    ``generate=True``, a fresh task from :func:`sample_ruleset` at every reset. Default
+    ``generate=True``, a fresh task from :func:`sample_ruleset` at every reset (generated
+    tasks: ``depth``, the distractors and ``goal_kinds``, one of :data:`GOAL_KINDS`). Default
     time limit ``3 * H * W``, view 5x5 (as XLand-MiniGrid).
     """
 
@@ -331,6 +341,7 @@ class XLand(GridEnv):
         num_distractor_objects: int = 2,
         generate: bool = False,
         task_seed: int = 0,
+        goal_kinds: str = "all",
     ):
         if rooms not in (1, 2, 4):
             raise ValueError(f"rooms={rooms!r}: must be 1, 2 or 4")
@@ -342,9 +353,11 @@ class XLand(GridEnv):
         ):
             if not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name}={v!r}: must be an integer >= 0")
+        if goal_kinds not in GOAL_KINDS:
+            raise ValueError(f"goal_kinds={goal_kinds!r}: must be one of {GOAL_KINDS}")
         self.rooms, self.generate_tasks = rooms, bool(generate)
-        self.gen_args = (depth, num_distractor_rules, num_distractor_objects)
-        num_rules, self.num_objects = ruleset_sizes(*self.gen_args)
+        self.gen_args = (depth, num_distractor_rules, num_distractor_objects, goal_kinds)
+        num_rules, self.num_objects = ruleset_sizes(*self.gen_args[:3])
         free_cells = (height - 2) * (width - 2) - (height if rooms >= 2 else 0)
         if self.num_objects + 1 > free_cells // 2:
             raise ValueError(
@@ -412,6 +425,12 @@ class TrialState:
     episode_index: jax.Array  # int32[] episodes finished in this trial
     time: jax.Array  # int32[] steps in the trial
     returns: jax.Array  # float32[K] each episode's return so far in this trial
+    outcome: jax.Array  # int32[] how the episode before this step's observation ended (OUTCOME_*)
+
+
+#: ``XLandTrials(observe_outcome=True)``'s third observation channel: the view's first step of
+#: an episode after a success / after a time-out; 0 everywhere else
+OUTCOME_NONE, OUTCOME_SUCCESS, OUTCOME_TIMEOUT = 0, 1, 2
 
 
 @struct.dataclass
@@ -438,6 +457,13 @@ class XLandTrials(XLand):
     the benchmark's tasks, ``split="test"`` from the rest (``Benchmark.split``, seed 0:
     disjoint); ``""`` from all of them. Train with ``split=train`` and evaluate with
     ``hordax eval RUN_DIR split=test``.
+
+    ``observe_outcome=True`` adds a third channel to the view ``uint8[V, V, 3]``, the same
+    value in every cell: ``OUTCOME_SUCCESS`` (1) / ``OUTCOME_TIMEOUT`` (2) on the first
+    observation of an episode whose predecessor in the trial succeeded / ran out of time, 0
+    otherwise: the previous step's reward and episode boundary, as RL^2 and XLand-MiniGrid's
+    meta-RL baseline feed their agents (without it the agent must infer a success from the
+    layout changing under it). The task itself stays unobserved.
     """
 
     SPLITS = ("", "train", "test")
@@ -458,6 +484,8 @@ class XLandTrials(XLand):
         num_distractor_objects: int = 2,
         generate: bool = False,
         task_seed: int = 0,
+        goal_kinds: str = "all",
+        observe_outcome: bool = False,
     ):
         # XLand's arguments spelled out (no **kwargs): the registry reads the signature to
         # tell constructor arguments from params and which envs take split= (hordax eval)
@@ -475,10 +503,13 @@ class XLandTrials(XLand):
             num_distractor_objects,
             generate,
             task_seed,
+            goal_kinds,
         )
         if split and self.generate_tasks:
             raise ValueError(f"split={split!r}: generated tasks (generate=True) have no split")
         self.episodes_per_trial = episodes_per_trial
+        self.observe_outcome = bool(observe_outcome)
+        self.obs_channels = 3 if self.observe_outcome else 2  # GridEnv.observation_space
         if benchmark is None:
             benchmark = make_benchmark(jax.random.key(1), num_tasks, *self.gen_args)
         if split:
@@ -502,7 +533,8 @@ class XLandTrials(XLand):
         k_task, k_ep = jax.random.split(key)
         task = self.task(k_task, params)
         returns = jnp.zeros(self.episodes_per_trial, jnp.float32)
-        state = TrialState(self.build(k_ep, task), task, jnp.int32(0), jnp.int32(0), returns)
+        zero = jnp.int32(0)
+        state = TrialState(self.build(k_ep, task), task, zero, zero, returns, zero)
         return self.observe(key, state, None, params), state
 
     def step_env(self, key, state: TrialState, action, params: TrialParams):
@@ -517,7 +549,10 @@ class XLandTrials(XLand):
         index = state.episode_index + episode_done.astype(jnp.int32)
         last = self.episodes_per_trial - 1
         returns = state.returns.at[jnp.minimum(state.episode_index, last)].add(reward)
-        new = TrialState(ep, state.task, index, state.time + 1, returns)
+        outcome = jnp.where(
+            episode_done, jnp.where(success, OUTCOME_SUCCESS, OUTCOME_TIMEOUT), OUTCOME_NONE
+        ).astype(jnp.int32)
+        new = TrialState(ep, state.task, index, state.time + 1, returns, outcome)
         success_f = success.astype(jnp.float32)
         metrics = {
             "success": success_f,
@@ -531,7 +566,11 @@ class XLandTrials(XLand):
         return obs, new, reward.astype(jnp.float32), terminated, info
 
     def observe(self, key, state, action, params):
-        return super().observe(key, state.episode, action, params)
+        view = super().observe(key, state.episode, action, params)
+        if not self.observe_outcome:
+            return view
+        flag = jnp.broadcast_to(state.outcome.astype(view.dtype), view.shape[:-1] + (1,))
+        return jnp.concatenate([view, flag], axis=-1)
 
     def render(self, state, params):
         from hordax.envs.grid.render import render_rgb

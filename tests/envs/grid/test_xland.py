@@ -60,6 +60,24 @@ def test_generator__goal_reachable_through_a_chain_of_exactly_depth(depth):
     assert len({tuple(np.asarray(batch.goal[i])) for i in range(256)}) > 200  # varied
 
 
+@pytest.mark.parametrize("kind", ["agent_hold", "agent_near"])
+def test_generator__goal_kinds_restrict_the_goal(kind):
+    """``goal_kinds`` names the only goal kind drawn (one object: the placed goal object plus
+    the distractors); ``"all"`` keeps the mix, two-object goals included."""
+    keys = jax.random.split(jax.random.key(4), 256)
+    only = jax.vmap(lambda k: xland.sample_ruleset(k, 0, 0, 2, kind))(keys)
+    want = {"agent_hold": rules.G_AGENT_HOLD, "agent_near": rules.G_AGENT_NEAR}[kind]
+    assert set(np.asarray(only.goal[:, 0]).tolist()) == {want}
+    assert (np.asarray(only.goal[:, 3]) == 0).all()  # no second goal object
+    placed = np.asarray(only.init_tiles)
+    np.testing.assert_array_equal(placed[:, 0], np.asarray(only.goal[:, 1:3]))
+    assert (placed[:, 2:, 0] > 0).all()  # the two distractors lie in the room
+    mixed = jax.vmap(lambda k: xland.sample_ruleset(k, 0, 0, 2))(keys).goal[:, 0]
+    assert len(set(np.asarray(mixed).tolist())) > 4
+    bench = xland.make_benchmark(jax.random.key(0), 32, 0, 0, 2, goal_kinds=kind)
+    assert set(np.asarray(bench.goals[:, 0]).tolist()) == {want}
+
+
 def test_xland__hand_built_task_end_to_end():
     """Goal AgentHold(star) with rule AgentHold(ball) -> star: picking up the ball wins."""
     env = xland.XLand(depth=1, num_distractor_rules=0, num_distractor_objects=0)
@@ -190,6 +208,25 @@ def test_benchmark__malformed_files_raise(tmp_path, payload, match):
         xland.load_benchmark(path)
 
 
+def random_trial(env, params, steps, record):
+    """``trial(key) -> (first obs, scan outputs)``: ``steps`` uniformly random actions from a
+    reset; each step's output is ``record(state, next_state, obs, action, key, reward,
+    terminated, info)``."""
+
+    def trial(key):
+        obs, s = env.reset(key, params)
+
+        def body(s, k):
+            k_a, k_s = jax.random.split(k)
+            a = jax.random.randint(k_a, (), 0, 6)
+            obs, s2, r, term, info = env.step_env(k_s, s, a, params)
+            return s2, record(s, s2, obs, a, k_s, r, term, info)
+
+        return obs, jax.lax.scan(body, s, jax.random.split(key, steps))[1]
+
+    return trial
+
+
 def test_trials__same_hidden_task_across_episodes():
     """A trial keeps its task over episodes, re-lays the room, and ends after K episodes."""
     env = xland.XLandTrials(episodes_per_trial=3, num_tasks=16)
@@ -225,18 +262,10 @@ def test_trials__per_episode_returns_and_held_out_split():
     env = xland.XLandTrials(episodes_per_trial=3, num_tasks=40, **kw)
     params = env.default_params.replace(episode_steps=12, max_steps_in_episode=36)
 
-    def trial(key):
-        obs, s = env.reset(key, params)
-
-        def body(s, k):
-            k_a, k_s = jax.random.split(k)
-            a = jax.random.randint(k_a, (), 0, 6)
-            _, s2, r, term, info = env.step_env(k_s, s, a, params)
-            return s2, (r, term, info["metrics"])
-
-        return jax.lax.scan(body, s, jax.random.split(key, 36))[1]
-
-    r, term, m = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(3), 64))
+    trial = random_trial(
+        env, params, 36, lambda s, s2, obs, a, k, r, term, info: (r, term, info["metrics"])
+    )
+    _, (r, term, m) = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(3), 64))
     r, term, idx = np.asarray(r), np.asarray(term), np.asarray(m["episode_index"])
     assert term.any(axis=1).all()
     end = np.argmax(term, axis=1)  # the trial's last step (the scan steps on past it)
@@ -278,10 +307,40 @@ def test_trials__per_episode_returns_and_held_out_split():
         xland.XLandTrials(split="test", generate=True)
 
 
+@pytest.mark.timeout(60)
+def test_trials__observe_outcome_channel():
+    """``observe_outcome=True``: a third view channel, constant over the cells, is 1 on the
+    first observation after a successful episode, 2 after a timed-out one, else 0; the first
+    two channels are the plain view."""
+    kw = dict(height=5, width=5, depth=0, num_distractor_rules=0, num_distractor_objects=0)
+    plain = xland.XLandTrials(episodes_per_trial=3, num_tasks=40, **kw)
+    env = xland.XLandTrials(episodes_per_trial=3, num_tasks=40, observe_outcome=True, **kw)
+    params = env.default_params.replace(episode_steps=6, max_steps_in_episode=18)
+    assert env.observation_space(params).shape == (5, 5, 3)
+    assert plain.observation_space(params).shape == (5, 5, 2)
+
+    def record(s, s2, obs, a, k, r, term, info):
+        return obs, plain.observe(k, s2, a, params), r, s2.episode_index - s.episode_index
+
+    trial = random_trial(env, params, 17, record)
+
+    obs0, (obs, view, r, ended) = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(5), 32))
+    obs, view, r, ended = map(np.asarray, (obs, view, r, ended))
+    assert (np.asarray(obs0)[..., 2] == 0).all()
+    np.testing.assert_array_equal(obs[..., :2], view)
+    flag = obs[..., 2]
+    assert (flag == flag[..., :1, :1]).all()  # one value per observation
+    want = np.where(ended == 1, np.where(r > 0, 1, 2), 0)
+    np.testing.assert_array_equal(flag[..., 0, 0], want)
+    assert (want == 1).sum() > 5 and (want == 2).sum() > 5  # both outcomes were seen
+
+
 def test_xland__bad_config_errors():
     """Too small grids, unknown room counts and mismatched benchmarks are named."""
     with pytest.raises(ValueError, match="rooms=3"):
         xland.XLand(rooms=3)
+    with pytest.raises(ValueError, match="goal_kinds='hold'"):
+        xland.XLandTrials(goal_kinds="hold")
     with pytest.raises(ValueError, match="objects need at least"):
         xland.XLand(height=5, width=5, num_distractor_objects=6)
     env = xland.XLandTrials(num_tasks=8)
