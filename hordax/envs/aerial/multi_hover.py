@@ -65,7 +65,8 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     - observation ``f32[n, 13 + 6 (n - 1)]``: the agent's Aerial Gym 13 (goal - position
       first), then the other agents' positions relative to it (others in index order,
       world frame), then their velocities relative to it (same order): a closing speed is
-      what tells a policy that a crossing drone will collide.
+      what tells a policy that a crossing drone will collide; a crashed (frozen) drone is
+      observed at zero velocity.
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
     - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
       ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
@@ -188,7 +189,10 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
             rel = x[None, :, :] - x[:, None, :]
             return rel[np.arange(n)[:, None], others].reshape(n, 3 * (n - 1))
 
-        rel = [relative(state.quad.pos), relative(state.quad.vel)]
+        # a crashed drone is frozen in place: others see it at rest, not at the velocity it
+        # had when it crashed (its state keeps that velocity)
+        vel = jnp.where(state.crashed[:, None], 0.0, state.quad.vel)
+        rel = [relative(state.quad.pos), relative(vel)]
         return jnp.concatenate([own, *rel], axis=-1).astype(jnp.float32)
 
     def agent_mask(self, state: MultiHoverState, params: MultiHoverParams) -> jax.Array:

@@ -64,6 +64,27 @@ def test_multi_hover__collision_crashes_both_freezes_them_and_masks_them():
     assert bool(terminated3)
 
 
+def test_multi_hover__others_see_a_crashed_drone_at_rest():
+    """A crashed drone is frozen: the others observe its velocity as 0 (relative velocity
+    = minus their own), not the velocity it had when it crashed."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    vel = jnp.array([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.0, 0.2]])
+    state = state.replace(
+        quad=state.quad.replace(vel=vel), crashed=jnp.array([True, False, False, False])
+    )
+    obs = np.asarray(env.observe(KEY, state, None, params))
+    v = np.asarray(vel)
+    np.testing.assert_allclose(obs[1, 22:25], 0.0 - v[1], atol=1e-6)  # agent 1 sees 0 first
+    np.testing.assert_allclose(obs[1, 25:28], v[2] - v[1], atol=1e-6)  # live ones as before
+    np.testing.assert_allclose(obs[2, 22:25], 0.0 - v[2], atol=1e-6)
+    # after a step the crashed drone is still frozen and still seen at rest
+    obs1, state1, *_ = step(KEY, state, jnp.zeros((4, 4)), params)
+    assert bool(state1.crashed[0])
+    np.testing.assert_array_equal(state1.quad.pos[0], state.quad.pos[0])
+    np.testing.assert_allclose(obs1[1, 22:25], -np.asarray(state1.quad.vel[1]), atol=1e-6)
+
+
 def test_multi_hover__straight_line_flights_through_the_centre_collide():
     """Every agent flying straight at its goal (opposite on the ring) meets the others near
     the centre: collisions happen; climbing first to 4 different altitudes (0.5 m apart),
