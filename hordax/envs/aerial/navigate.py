@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -73,6 +74,20 @@ def vehicle_frame(quat: jax.Array, v: jax.Array) -> jax.Array:
     return jnp.stack([c * v[0] + s * v[1], -s * v[0] + c * v[1], v[2]])
 
 
+def min_pool(depth: jax.Array, cells: tuple[int, int]) -> jax.Array:
+    """Nearest reading per cell: ``depth f32[H, W]`` -> ``f32[ph, pw]`` in ``[0, 1]``.
+
+    Each cell is the minimum over its ``H/ph x W/pw`` block of pixels (the closest surface
+    it sees). A dropped pixel (0, see :func:`camera.corrupt`) carries no reading, so it
+    counts as max range (1): a cell reads 0 only if nothing is ever seen; a cell whose
+    pixels are all dropped reads 1.
+    """
+    ph, pw = cells
+    h, w = depth.shape
+    seen = jnp.where(depth > 0.0, depth, 1.0)
+    return jnp.min(seen.reshape(ph, h // ph, pw, w // pw), axis=(1, 3))
+
+
 def curriculum_level(
     level: int, success_rate: float, min_level: int = 0, max_level: int = 16
 ) -> int:
@@ -96,7 +111,10 @@ class Navigate(Environment[NavigateState, NavigateParams]):
       ``height, width`` (default 32 x 48; allowed 16 x 24 .. 135 x 240), ``hfov_deg`` (87),
       ``camera_noise`` (default False; True applies ``params.depth_noise``/``depth_dropout``),
       ``depth_obs`` (default True; False leaves the depth image out of the observation: a
-      state-only policy for the empty room, the curriculum's first level).
+      state-only policy for the empty room, the curriculum's first level), ``depth_pool``
+      (default None; ``(ph, pw)`` observes the depth image min-pooled into ``ph x pw`` cells
+      instead of its pixels: :func:`min_pool`, an obstacle input small enough for an MLP;
+      ``ph`` must divide ``height`` and ``pw`` divide ``width``; needs ``depth_obs=True``).
     - scene per episode: room ``[0, L] x [-W/2, W/2] x [0, H]``; each of the first
       ``params.num_obstacles`` slots is a sphere (r 0.3-0.6 m), a floor-to-ceiling cylinder
       (r 0.15-0.35 m) or a box (half extents 0.2-0.5 m), centred in ``x in [2, L - 2]``.
@@ -105,7 +123,9 @@ class Navigate(Environment[NavigateState, NavigateParams]):
       of the velocity command: :func:`vehicle_frame`), quaternion (4), body velocity (3),
       body rates (3), previous action (4), then the depth image row-major (``depth[i, j]``
       at ``17 + i W + j``), range / max_range in ``[0, 1]`` (0 = dropped);
-      :meth:`split_observation` undoes the flattening. ``f32[17]`` with ``depth_obs=False``.
+      :meth:`split_observation` undoes the flattening. ``f32[17]`` with ``depth_obs=False``;
+      ``f32[17 + ph pw]`` with ``depth_pool=(ph, pw)`` (the pooled cells row-major, the
+      nearest reading per cell in ``[0, 1]``).
     - action: ``f32[4]`` in ``[-1, 1]``, controller-dependent; NaN -> 0, clipped.
     - reward: ``progress_scale (d_prev - d) - action_penalty |a|^2
       - action_change_penalty |a - a_prev|^2``, plus ``success_reward`` on reaching the goal
@@ -126,6 +146,7 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         hfov_deg: float = 87.0,
         camera_noise: bool = False,
         depth_obs: bool = True,
+        depth_pool: Sequence[int] | None = None,
     ):
         super().__init__()
         self.controller = common.check_controller(controller)
@@ -143,7 +164,25 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         # over H x W pixels dominates the compile time of a small env step on CPU).
         self.camera_noise = bool(camera_noise)
         self.depth_obs = bool(depth_obs)
-        self._depth_dim = self.height * self.width if self.depth_obs else 0
+        self.depth_pool = self._check_pool(depth_pool)
+        # the observed depth grid: the camera's pixels, or the pooled cells
+        self._obs_hw = self.depth_pool or (self.height, self.width)
+        self._depth_dim = self._obs_hw[0] * self._obs_hw[1] if self.depth_obs else 0
+
+    def _check_pool(self, depth_pool: Sequence[int] | None) -> tuple[int, int] | None:
+        if depth_pool is None:
+            return None
+        pool = tuple(depth_pool)  # a list or tuple (an OmegaConf ListConfig from a config)
+        ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pool)
+        ok = len(pool) == 2 and ints and min(pool) >= 1
+        if not ok or self.height % int(pool[0]) or self.width % int(pool[1]):
+            raise ValueError(
+                f"depth_pool={list(pool)}: must be two integers (ph, pw) >= 1 with ph dividing "
+                f"height={self.height} and pw dividing width={self.width}"
+            )
+        if not self.depth_obs:
+            raise ValueError(f"depth_pool={list(pool)}: needs depth_obs=True")
+        return int(pool[0]), int(pool[1])
 
     @property
     def name(self) -> str:
@@ -262,15 +301,20 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         )
         if not self.depth_obs:
             return jnp.concatenate([base, state.prev_action]).astype(jnp.float32)
-        depth = self.depth(key, state, params).reshape(-1)
+        depth = self.depth(key, state, params)
+        if self.depth_pool is not None:
+            depth = min_pool(depth, self.depth_pool)
+        depth = depth.reshape(-1)
         return jnp.concatenate([base, state.prev_action, depth]).astype(jnp.float32)
 
     def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """``obs [..., 17 + H W]`` -> ``(state [..., 17], depth [..., H, W])``."""
+        """``obs [..., 17 + H W]`` -> ``(state [..., 17], depth [..., H, W])``.
+
+        With ``depth_pool=(ph, pw)``: ``obs [..., 17 + ph pw]`` -> ``depth [..., ph, pw]``."""
         if not self.depth_obs:
             raise ValueError("split_observation: this env was built with depth_obs=False")
         lead = obs.shape[:-1]
-        return obs[..., :STATE_DIM], obs[..., STATE_DIM:].reshape(lead + (self.height, self.width))
+        return obs[..., :STATE_DIM], obs[..., STATE_DIM:].reshape(lead + self._obs_hw)
 
     def observation_space(self, params: NavigateParams) -> spaces.Box:
         n = STATE_DIM + self._depth_dim

@@ -13,7 +13,7 @@ import pytest
 import hordax
 from hordax.envs.aerial import camera as cam
 from hordax.envs.aerial import dynamics as dyn
-from hordax.envs.aerial.navigate import STATE_DIM, curriculum_level, vehicle_frame
+from hordax.envs.aerial.navigate import STATE_DIM, curriculum_level, min_pool, vehicle_frame
 
 KEY = jax.random.key(0)
 ROOM_LO = np.array([0.0, -3.0, 0.0], np.float32)
@@ -149,6 +149,36 @@ def test_navigate__state_only_observation_without_the_depth_image():
     np.testing.assert_array_equal(obs, full.observe(KEY, state, None, params)[:STATE_DIM])
     with pytest.raises(ValueError, match="depth_obs=False"):
         env.split_observation(obs)
+
+
+@pytest.mark.timeout(60)
+def test_navigate__pooled_depth_is_a_min_pool_of_the_camera_frame():
+    """``depth_pool=(4, 6)``: obs ``f32[17 + 24]`` = the state, then the 16 x 24 frame
+    min-pooled into 4 x 6 cells of 4 x 4 pixels (numpy reference), row-major."""
+    env, params = _nav(num_obstacles=4, height=16, width=24, depth_pool=(4, 6))
+    assert env.observation_space(params).shape == (STATE_DIM + 24,)
+    obs, state = env.reset(KEY, params)
+    assert obs.shape == (STATE_DIM + 24,) and obs.dtype == jnp.float32
+    frame = np.asarray(env.depth(KEY, state, params))
+    ref = frame.reshape(4, 4, 6, 4).min(axis=(1, 3))
+    st, pooled = env.split_observation(obs)
+    np.testing.assert_array_equal(pooled, ref)
+    np.testing.assert_array_equal(obs[STATE_DIM:], ref.reshape(-1))
+    np.testing.assert_array_equal(st, obs[:STATE_DIM])
+    assert ref.min() > 0.0 and ref.max() <= 1.0
+    # a dropped pixel (0) is no reading: it counts as max range, not as a touching obstacle
+    d = jnp.asarray(frame).at[0, 0].set(0.0).at[:4, 4:8].set(0.0)
+    p = np.asarray(min_pool(d, (4, 6)))
+    assert p[0, 0] == frame[:4, :4].reshape(-1)[1:].min() and p[0, 1] == 1.0
+
+
+def test_navigate__depth_pool_validation():
+    with pytest.raises(ValueError, match=r"depth_pool=\[5, 6\].*dividing height=16"):
+        hordax.make("Aerial-Navigate-v0", height=16, width=24, depth_pool=(5, 6))
+    with pytest.raises(ValueError, match=r"depth_pool=\[4\]"):
+        hordax.make("Aerial-Navigate-v0", depth_pool=[4])
+    with pytest.raises(ValueError, match=r"depth_pool=\[4, 6\]: needs depth_obs=True"):
+        hordax.make("Aerial-Navigate-v0", depth_obs=False, depth_pool=(4, 6))
 
 
 def test_navigate__params_validation():
