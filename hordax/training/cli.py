@@ -495,10 +495,11 @@ def _eval_task(dict_cfg) -> None:
     _app_task("eval", dict_cfg, "hordax.training.evaluation:run_eval")
 
 
-def train_in_process(overrides: list[str], run_dir: str) -> dict:
+def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -> dict:
     """One ``hordax train`` run in this process (``hordax suite``): the same composition,
     checks, files and host loop, with its end-of-run evaluation off (the suite runs
-    ``hordax eval``'s); ``run_dir`` is replaced. Returns the summary."""
+    ``hordax eval``'s); ``run_dir`` is replaced, or with ``resume`` continued from its newest
+    checkpoint (``hordax train resume=run_dir``; its files are kept). Returns the summary."""
     import dataclasses
 
     from hydra import compose, initialize_config_dir
@@ -511,17 +512,20 @@ def train_in_process(overrides: list[str], run_dir: str) -> dict:
     from hordax.training.host.rundir import clear, write_atomic
 
     cfg_dir = config_dir()
-    args = rewrite_env_override([*overrides, "eval.episodes=0", "progress=false"], cfg_dir)
+    extra = ["eval.episodes=0", "progress=false", *([f"resume={run_dir}"] if resume else [])]
+    args = rewrite_env_override([*overrides, *extra], cfg_dir)
     GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
     with initialize_config_dir(str(cfg_dir), version_base=None):
         dict_cfg = compose("train", overrides=args)
     cfg, resolved = check_config("train", dict_cfg)
     cfg = dataclasses.replace(cfg, run_dir=run_dir)
     env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
-    os.makedirs(run_dir, exist_ok=True)
-    clear(run_dir)
-    write_atomic(os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True))
-    write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    if not resume:
+        os.makedirs(run_dir, exist_ok=True)
+        clear(run_dir)
+        config = OmegaConf.to_yaml(dict_cfg, resolve=True)
+        write_atomic(os.path.join(run_dir, "config.yaml"), config)
+        write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
     hooks = train_hooks(cfg, env, env_params, resolved)
     return train_and_log(cfg, env, env_params, resolved, hooks)
 

@@ -10,6 +10,15 @@ writing each run's ``eval.json``). Outputs in ``out_dir``: ``results.md`` and
 mean over seeds with its 95 % t-interval, threshold, pass when the mean reaches it),
 ``curves.png`` (training return against wall time, one panel per row, one line per seed)
 and ``runs/<task>_<agent>/seed<s>/`` (every run directory).
+
+Nothing finished is run twice, and nothing is lost (a headline suite is hours of training on
+a CPU): a run directory that holds a finished run started with the same overrides is reused
+(its ``summary.json``, and its ``eval.json`` when it has the requested episode count); an
+unfinished one continues from its newest checkpoint (``resume``), or starts again if it has
+none; one started with other overrides is refused (``overwrite=true`` retrains). So a
+suite stopped at any point is continued by the same command, ``only=[...]`` trains only some
+rows, and the table lists every row whose runs are all finished. Wall and compile times are
+the runs' own (``summary.json``), whether trained now or reused.
 """
 
 from __future__ import annotations
@@ -18,7 +27,6 @@ import csv
 import json
 import math
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,13 +64,23 @@ class SuiteConfig:
     out_dir: str = ""
     """Where to write results ('' = suite_<name>)."""
     only: list[str] = field(default_factory=list)
-    """Run only the rows whose task is listed (empty = all)."""
+    """Train only the rows whose task is listed (empty = all); the other rows' finished runs
+    still make their table rows."""
+    checkpoint_every: int = 1
+    """Every run checkpoints every N chunks (``checkpoint.every``, unless a row sets it), so
+    that a suite stopped mid-run continues from the run's newest checkpoint; 0: off."""
+    overwrite: bool = False
+    """Retrain the selected rows' runs whatever their directories hold (default: reuse a
+    finished run started with the same overrides, continue an unfinished one, refuse one
+    started with other overrides)."""
 
 
 def validate_suite(cfg: SuiteConfig) -> None:
     """The checks that need no run; ``ValueError`` naming the key."""
     if not cfg.seeds or len(set(cfg.seeds)) != len(cfg.seeds) or min(cfg.seeds) < 0:
         raise ValueError(f"seeds={list(cfg.seeds)}: must be distinct integers >= 0, at least one")
+    if cfg.checkpoint_every < 0:
+        raise ValueError(f"checkpoint_every={cfg.checkpoint_every}: must be an integer >= 0")
     if cfg.episodes < 1:
         raise ValueError(f"episodes={cfg.episodes}: must be an integer >= 1")
     if not cfg.rows:
@@ -129,8 +147,9 @@ def passes(mean: float, threshold: float, direction: str) -> bool:
 def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=print) -> dict:
     """Train and evaluate every row and seed; write the table, CSV and curves.
 
-    ``train(overrides, run_dir) -> summary``: one ``hordax train`` run in this process
-    (the CLI's :func:`hordax.training.cli.train_in_process`), evaluation off."""
+    ``train(overrides, run_dir, resume=False) -> summary``: one ``hordax train`` run in this
+    process (the CLI's :func:`hordax.training.cli.train_in_process`), evaluation off;
+    ``resume=True`` continues the run in ``run_dir`` from its newest checkpoint."""
     from hordax.training.evaluation import EvalConfig, interval, run_eval
 
     validate_suite(cfg)
@@ -143,29 +162,34 @@ def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=pri
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     results, curves = [], {}
     for row in cfg.rows:
-        if cfg.only and row["task"] not in cfg.only:
-            continue
         label = f"{row['task']}_{row['agent']}"
+        base = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
+        if cfg.checkpoint_every and not any(o.startswith("checkpoint.every=") for o in base):
+            base.append(f"checkpoint.every={cfg.checkpoint_every}")
+        plan = [(seed, os.path.join(out_dir, "runs", label, f"seed{seed}")) for seed in cfg.seeds]
+        selected = not cfg.only or row["task"] in cfg.only
+        if not selected and not all(
+            _finished(d, [*base, f"seed={s}"]) for s, d in plan
+        ):  # not trained now, and some run is missing: no table row yet
+            continue
+        episodes = int(row.get("episodes", cfg.episodes))
         goals = row_goals(row)
         values: dict[str, list[float]] = {g["metric"]: [] for g in goals}
         walls, compiles, steps, runs = [], [], 0, []
-        for seed in cfg.seeds:
-            run_dir = os.path.join(out_dir, "runs", label, f"seed{seed}")
-            overrides = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
-            t0 = time.perf_counter()
-            summary = train([*overrides, f"seed={seed}"], run_dir)
-            wall = time.perf_counter() - t0
-            ev = run_eval(
-                EvalConfig(run_dir=run_dir, episodes=int(row.get("episodes", cfg.episodes)))
-            )
+        for seed, run_dir in plan:
+            overrides = [*base, f"seed={seed}"]
+            summary, how = _train_or_reuse(overrides, run_dir, train, cfg.overwrite and selected)
+            ev = _eval_json(run_dir, episodes) if how == "reused" else None
+            if ev is None:
+                ev = run_eval(EvalConfig(run_dir=run_dir, episodes=episodes))
             for metric, vals in values.items():
                 vals.append(metric_value(ev, metric))
-            walls.append(wall)
+            walls.append(float(summary["wall_s"]))
             compiles.append(summary["compile_s"])
             steps = summary["env_steps"]
             runs.append(run_dir)
             got = ", ".join(f"{m}={v[-1]:.4g}" for m, v in values.items())
-            log(f"suite: {label} seed {seed}: {got} ({wall:.1f} s)")
+            log(f"suite: {label} seed {seed} ({how}): {got} ({walls[-1]:.1f} s)")
         for goal in goals:
             vals = values[goal["metric"]]
             st = interval(vals)
@@ -198,6 +222,60 @@ def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=pri
         "passed": sum(r["pass"] for r in results),
         "results": results,
     }
+
+
+def _saved_overrides(run_dir: str) -> list | None:
+    """The overrides a run directory's run was started with (``None``: none readable)."""
+    try:
+        with open(os.path.join(run_dir, "overrides.json")) as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, list) else None
+
+
+def _finished(run_dir: str, overrides: list[str]) -> bool:
+    """Whether ``run_dir`` holds a finished run started with exactly ``overrides``."""
+    return _saved_overrides(run_dir) == overrides and os.path.isfile(
+        os.path.join(run_dir, "summary.json")
+    )
+
+
+def _train_or_reuse(
+    overrides: list[str], run_dir: str, train: Callable[..., dict], overwrite: bool
+) -> tuple[dict, str]:
+    """One seed's run: ``(summary, how)``, ``how`` one of ``reused`` (a finished run with the
+    same overrides), ``resumed`` (an unfinished one, from its newest checkpoint),
+    ``trained`` (a fresh run, or one started again: no checkpoint, or ``overwrite``).
+    ``ValueError`` if the directory holds a run started with other overrides."""
+    from hordax.training.host.checkpoint import committed_steps
+    from hordax.training.host.rundir import run_files
+
+    if overwrite or not run_files(run_dir):
+        return train(overrides, run_dir), "trained"
+    saved = _saved_overrides(run_dir)
+    if saved != overrides:
+        raise ValueError(
+            f"{run_dir} holds a run started with other overrides ({saved}); this suite row's"
+            f" are {overrides}: use another out_dir, or overwrite=true to retrain"
+        )
+    summary_path = os.path.join(run_dir, "summary.json")
+    if os.path.isfile(summary_path):
+        with open(summary_path) as f:
+            return json.load(f), "reused"
+    if committed_steps(run_dir):
+        return train(overrides, run_dir, resume=True), "resumed"
+    return train(overrides, run_dir), "trained"
+
+
+def _eval_json(run_dir: str, episodes: int) -> dict | None:
+    """A reused run's ``eval.json`` if it evaluated ``episodes`` episodes (else ``None``)."""
+    try:
+        with open(os.path.join(run_dir, "eval.json")) as f:
+            ev = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return ev if ev.get("episodes") == episodes and ev.get("split") is None else None
 
 
 def _fmt(v: Any) -> str:

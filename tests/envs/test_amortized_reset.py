@@ -246,3 +246,28 @@ def test_reset_pool__default_and_bad_values():
     env, _ = hordax.make("CartPole-v1")
     with pytest.raises(ValueError, match=r"reset_pool=-2: must be -1 \(auto\), 0"):
         VecEnv(env, 4, reset_pool=-2)
+
+
+def test_eager_step__compiles_once_and_equals_the_jitted_step():
+    """Stepping a VecEnv outside jit compiles its step once: before, the reset rounds'
+    ``while_loop`` closed over new functions on every call and recompiled every step."""
+    env, params = hordax.make("CartPole-v1")
+    vec = VecEnv(env, 4, reset_pool=1)
+    compiles = []
+    listener = lambda event, secs, **kw: compiles.append(event)  # noqa: E731
+    _, state = vec.reset(jax.random.key(0), params)
+    action = jnp.zeros((4,), jnp.int32)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        outs = []
+        for i in range(4):
+            compiles.clear()
+            outs.append(vec.step(jax.random.key(i), state, action, params))
+            state = outs[-1][1]
+            if i > 0:
+                assert [e for e in compiles if e.endswith("backend_compile_duration")] == []
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    ref = jax.jit(vec.step)(jax.random.key(3), outs[2][1], action, params)
+    for a, b in zip(jax.tree.leaves(outs[3]), jax.tree.leaves(ref), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

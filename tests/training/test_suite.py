@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -22,11 +24,25 @@ def _cli(args, cwd):
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One ``hordax suite suite=tiny`` run: ``(out_dir, process)``."""
+    cwd = tmp_path_factory.mktemp("suite")
+    out = cwd / "suite"
+    return out, _cli(["suite", "suite=tiny", f"out_dir={out}"], cwd)
+
+
+def _seed_log(stderr: str) -> dict[int, str]:
+    """``{seed: how}`` from the suite's ``suite: LABEL seed S (HOW): ...`` lines."""
+    found = re.findall(r"^suite: \S+ seed (\d+) \((\w+)\)", stderr, re.M)
+    return {int(s): how for s, how in found}
+
+
 @pytest.mark.timeout(600)
-def test_suite_tiny__table_csv_curves_and_evaluations(tmp_path):
-    out = tmp_path / "suite"
-    proc = _cli(["suite", "suite=tiny", f"out_dir={out}"], tmp_path)
+def test_suite_tiny__table_csv_curves_and_evaluations(tiny):
+    out, proc = tiny
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _seed_log(proc.stderr) == {0: "trained", 1: "trained", 2: "trained"}
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["rows"] == 2  # the row's goal and its lower-is-better goal
     with open(out / "results.csv") as f:
@@ -51,6 +67,55 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tmp_path):
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.timeout(600)
+def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_others(tiny):
+    """The same command continues a suite: nothing finished is trained again, an unfinished
+    run resumes from its checkpoint (or starts again without one) and ends as it would have;
+    a directory holding a run with other overrides is refused, ``overwrite=true`` retrains."""
+    out, first = tiny
+    assert first.returncode == 0, first.stderr[-3000:]
+    runs = out / "runs" / "CartPole-v1_ppo"
+    table = (out / "results.csv").read_text()
+    summaries = {s: json.loads((runs / f"seed{s}" / "summary.json").read_text()) for s in range(3)}
+    stamps = {s: os.stat(runs / f"seed{s}" / "summary.json").st_mtime_ns for s in range(3)}
+    args = ["suite", "suite=tiny", f"out_dir={out}"]
+
+    again = _cli(args, out.parent)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _seed_log(again.stderr) == {0: "reused", 1: "reused", 2: "reused"}
+    assert (out / "results.csv").read_text() == table  # same runs, same evaluations
+    assert stamps == {s: os.stat(runs / f"seed{s}" / "summary.json").st_mtime_ns for s in range(3)}
+
+    # seed 1 killed after its last checkpoint, seed 2 before its first one
+    for name in ("summary.json", "params.msgpack"):
+        (runs / "seed1" / name).unlink()
+        (runs / "seed2" / name).unlink()
+    shutil.rmtree(runs / "seed2" / "checkpoints")
+    cont = _cli(args, out.parent)
+    assert cont.returncode == 0, cont.stderr[-3000:]
+    assert _seed_log(cont.stderr) == {0: "reused", 1: "resumed", 2: "trained"}
+    for s in (1, 2):  # the same run as before
+        now = json.loads((runs / f"seed{s}" / "summary.json").read_text())
+        assert now["params_checksum"] == summaries[s]["params_checksum"]
+        assert now["final_return"] == summaries[s]["final_return"]
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [json.loads(r["per_seed"]) for r in rows] == [
+        json.loads(r["per_seed"]) for r in csv.DictReader(table.splitlines())
+    ]  # the same evaluations: the runs are the same
+
+    saved = runs / "seed0" / "overrides.json"
+    saved.write_text(saved.read_text().replace("trainer.num_envs=16", "trainer.num_envs=8"))
+    refused = _cli(args, out.parent)
+    assert refused.returncode != 0
+    assert "seed0 holds a run started with other overrides" in refused.stderr
+    assert "overwrite=true" in refused.stderr and "Traceback" not in refused.stderr
+    redo = _cli([*args, "seeds=[0]", "overwrite=true"], out.parent)
+    assert redo.returncode == 0, redo.stderr[-3000:]
+    assert _seed_log(redo.stderr) == {0: "trained"}
+    assert "trainer.num_envs=16" in saved.read_text()
+
+
 @pytest.mark.parametrize(
     ("cfg", "names"),
     [
@@ -65,6 +130,7 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tmp_path):
             "rows[0]: unknown keys ['s']",
         ),  # fmt: skip
         (SuiteConfig(seeds=[0, 0], rows=[{}]), "seeds=[0, 0]"),
+        (SuiteConfig(checkpoint_every=-1, rows=[{}]), "checkpoint_every=-1"),
         (
             SuiteConfig(
                 rows=[

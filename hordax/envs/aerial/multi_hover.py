@@ -62,8 +62,10 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
 
     - constructor: ``num_agents`` (2..16, default 4), ``controller`` (default
       ``"velocity"``), ``airframe``.
-    - observation ``f32[n, 13 + 3 (n - 1)]``: the agent's Aerial Gym 13 (goal - position
-      first), then the other agents' positions relative to it (others in index order).
+    - observation ``f32[n, 13 + 6 (n - 1)]``: the agent's Aerial Gym 13 (goal - position
+      first), then the other agents' positions relative to it (others in index order,
+      world frame), then their velocities relative to it (same order): a closing speed is
+      what tells a policy that a crossing drone will collide.
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
     - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
       ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
@@ -180,17 +182,21 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     def observe(self, key: jax.Array, state: MultiHoverState, action: Any, params):
         n = self.num_agents
         own = jax.vmap(common.state_observation)(state.quad, state.goal - state.quad.pos)
-        rel = state.quad.pos[None, :, :] - state.quad.pos[:, None, :]  # [i, j]: j relative to i
         others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int32)
-        rel = rel[np.arange(n)[:, None], others].reshape(n, 3 * (n - 1))
-        return jnp.concatenate([own, rel], axis=-1).astype(jnp.float32)
+
+        def relative(x):  # [i, j]: x_j - x_i over the others j of each i, flattened
+            rel = x[None, :, :] - x[:, None, :]
+            return rel[np.arange(n)[:, None], others].reshape(n, 3 * (n - 1))
+
+        rel = [relative(state.quad.pos), relative(state.quad.vel)]
+        return jnp.concatenate([own, *rel], axis=-1).astype(jnp.float32)
 
     def agent_mask(self, state: MultiHoverState, params: MultiHoverParams) -> jax.Array:
         return ~state.crashed
 
     def observation_space(self, params: MultiHoverParams) -> spaces.Box:
         n = self.num_agents
-        high = np.full((n, 13 + 3 * (n - 1)), np.inf, np.float32)
+        high = np.full((n, 13 + 6 * (n - 1)), np.inf, np.float32)
         high[:, 3:7] = 1.0
         return spaces.Box(jnp.asarray(-high), jnp.asarray(high), high.shape, jnp.float32)
 

@@ -17,7 +17,8 @@ from hordax.envs.aerial import controllers as ctl
 from hordax.envs.aerial import dynamics as dyn
 from hordax.envs.core import Environment
 
-STATE_DIM = 17  # goal - pos (3), quat (4), body vel (3), body rates (3), previous action (4)
+#: goal - pos (3, vehicle frame), quat (4), body vel (3), body rates (3), previous action (4)
+STATE_DIM = 17
 
 
 @struct.dataclass
@@ -54,7 +55,22 @@ class NavigateParams:
     success_reward: jax.Array = 10.0
     crash_reward: jax.Array = -100.0  # Aerial Gym's collision penalty
     action_penalty: jax.Array = 0.01  # x |a|^2
-    action_change_penalty: jax.Array = 0.05  # x |a - a_prev|^2
+    # x |a - a_prev|^2. Small enough that a fresh Gaussian policy (N(0, 1) actions: E|a -
+    # a_prev|^2 ~ 4.1 after clipping) loses ~20 over a 1000-step episode, well above a crash
+    # (-100); at the former 0.05 surviving cost ~ -226 and PPO learned to crash.
+    action_change_penalty: jax.Array = 0.005
+
+
+def vehicle_frame(quat: jax.Array, v: jax.Array) -> jax.Array:
+    """World vector ``v f32[3]`` in the yaw-aligned vehicle frame of ``quat`` (``Rz(-yaw) v``).
+
+    The frame of the velocity controller's command (``controllers.motor_command``), so the
+    goal direction observed is the direction to command (Aerial Gym's navigation task also
+    observes the goal vector in the vehicle frame).
+    """
+    yaw = dyn.quat_to_euler(quat)[2]
+    c, s = jnp.cos(yaw), jnp.sin(yaw)
+    return jnp.stack([c * v[0] + s * v[1], -s * v[0] + c * v[1], v[2]])
 
 
 def curriculum_level(
@@ -78,15 +94,18 @@ class Navigate(Environment[NavigateState, NavigateParams]):
     - constructor (static): ``controller`` (default ``"velocity"``, as Aerial Gym's
       navigation task), ``airframe``, ``max_obstacles`` (slots, default 12), camera
       ``height, width`` (default 32 x 48; allowed 16 x 24 .. 135 x 240), ``hfov_deg`` (87),
-      ``camera_noise`` (default False; True applies ``params.depth_noise``/``depth_dropout``).
+      ``camera_noise`` (default False; True applies ``params.depth_noise``/``depth_dropout``),
+      ``depth_obs`` (default True; False leaves the depth image out of the observation: a
+      state-only policy for the empty room, the curriculum's first level).
     - scene per episode: room ``[0, L] x [-W/2, W/2] x [0, H]``; each of the first
       ``params.num_obstacles`` slots is a sphere (r 0.3-0.6 m), a floor-to-ceiling cylinder
       (r 0.15-0.35 m) or a box (half extents 0.2-0.5 m), centred in ``x in [2, L - 2]``.
       Start at ``x = 1`` facing +x; goal at ``x in [0.90, 0.94] L``.
-    - observation: ``f32[17 + H W]`` = goal - position (3, world), quaternion (4), body
-      velocity (3), body rates (3), previous action (4), then the depth image row-major
-      (``depth[i, j]`` at ``17 + i W + j``), range / max_range in ``[0, 1]`` (0 = dropped).
-      :meth:`split_observation` undoes the flattening.
+    - observation: ``f32[17 + H W]`` = goal - position (3, in the yaw-aligned vehicle frame
+      of the velocity command: :func:`vehicle_frame`), quaternion (4), body velocity (3),
+      body rates (3), previous action (4), then the depth image row-major (``depth[i, j]``
+      at ``17 + i W + j``), range / max_range in ``[0, 1]`` (0 = dropped);
+      :meth:`split_observation` undoes the flattening. ``f32[17]`` with ``depth_obs=False``.
     - action: ``f32[4]`` in ``[-1, 1]``, controller-dependent; NaN -> 0, clipped.
     - reward: ``progress_scale (d_prev - d) - action_penalty |a|^2
       - action_change_penalty |a - a_prev|^2``, plus ``success_reward`` on reaching the goal
@@ -106,6 +125,7 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         width: int = 48,
         hfov_deg: float = 87.0,
         camera_noise: bool = False,
+        depth_obs: bool = True,
     ):
         super().__init__()
         self.controller = common.check_controller(controller)
@@ -122,6 +142,8 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         # Static so that a noise-free camera compiles no per-pixel random numbers (threefry
         # over H x W pixels dominates the compile time of a small env step on CPU).
         self.camera_noise = bool(camera_noise)
+        self.depth_obs = bool(depth_obs)
+        self._depth_dim = self.height * self.width if self.depth_obs else 0
 
     @property
     def name(self) -> str:
@@ -235,17 +257,23 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         return cam.corrupt(key, clean, params.depth_noise, params.depth_dropout)
 
     def observe(self, key: jax.Array, state: NavigateState, action: Any, params):
-        base = common.state_observation(state.quad, state.goal - state.quad.pos)
+        base = common.state_observation(
+            state.quad, vehicle_frame(state.quad.quat, state.goal - state.quad.pos)
+        )
+        if not self.depth_obs:
+            return jnp.concatenate([base, state.prev_action]).astype(jnp.float32)
         depth = self.depth(key, state, params).reshape(-1)
         return jnp.concatenate([base, state.prev_action, depth]).astype(jnp.float32)
 
     def split_observation(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``obs [..., 17 + H W]`` -> ``(state [..., 17], depth [..., H, W])``."""
+        if not self.depth_obs:
+            raise ValueError("split_observation: this env was built with depth_obs=False")
         lead = obs.shape[:-1]
         return obs[..., :STATE_DIM], obs[..., STATE_DIM:].reshape(lead + (self.height, self.width))
 
     def observation_space(self, params: NavigateParams) -> spaces.Box:
-        n = STATE_DIM + self.height * self.width
+        n = STATE_DIM + self._depth_dim
         high = np.full(n, np.inf, np.float32)
         low = -high
         high[3:7], high[13:17] = 1.0, 1.0

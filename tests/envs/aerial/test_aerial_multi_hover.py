@@ -21,11 +21,15 @@ def _env():
     return env, params, jax.jit(env.step_env)
 
 
-def test_multi_hover__observation_has_own_13_and_relative_positions():
+def test_multi_hover__observation_has_own_13_relative_positions_and_velocities():
     env, params, _ = _env()
     obs, state = env.reset(KEY, params)
-    assert obs.shape == (4, 13 + 9)
-    pos = np.asarray(state.quad.pos)
+    assert obs.shape == (4, 13 + 9 + 9)
+    assert env.observation_space(params).shape == (4, 13 + 9 + 9)
+    pos, vel = np.asarray(state.quad.pos), np.asarray(state.quad.vel)
+    assert np.abs(vel).max() > 0  # the spawn's random velocities: the check is not 0 == 0
+    np.testing.assert_allclose(obs[1, 22:25], vel[0] - vel[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(obs[1, 25:28], vel[2] - vel[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(obs[:, :3], np.asarray(state.goal) - pos, rtol=1e-6)
     np.testing.assert_allclose(obs[1, 13:16], pos[0] - pos[1], rtol=1e-6)  # agent 1 sees 0 first
     np.testing.assert_allclose(obs[1, 16:19], pos[2] - pos[1], rtol=1e-6)

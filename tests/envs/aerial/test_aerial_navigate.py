@@ -13,7 +13,7 @@ import pytest
 import hordax
 from hordax.envs.aerial import camera as cam
 from hordax.envs.aerial import dynamics as dyn
-from hordax.envs.aerial.navigate import STATE_DIM, curriculum_level
+from hordax.envs.aerial.navigate import STATE_DIM, curriculum_level, vehicle_frame
 
 KEY = jax.random.key(0)
 ROOM_LO = np.array([0.0, -3.0, 0.0], np.float32)
@@ -130,6 +130,27 @@ def test_navigate__camera_resolution_range(h, w, ok):
             hordax.make("Aerial-Navigate-v0", height=h, width=w)
 
 
+def test_navigate__vehicle_frame_undoes_the_velocity_commands_yaw_rotation():
+    """``vehicle_frame`` is the inverse of the controller's Rz(yaw) command mapping."""
+    q = dyn.quat_from_euler(0.1, -0.2, 2.5)
+    v = jnp.array([1.0, -2.0, 0.5])
+    c, s = math.cos(2.5), math.sin(2.5)
+    rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    np.testing.assert_allclose(rz @ np.asarray(vehicle_frame(q, v)), v, atol=1e-5)
+
+
+def test_navigate__state_only_observation_without_the_depth_image():
+    """``depth_obs=False``: obs ``f32[17]`` equal to the full observation's first 17."""
+    env, params = _nav(num_obstacles=2, height=16, width=24, depth_obs=False)
+    full, _ = _nav(num_obstacles=2, height=16, width=24)
+    assert env.observation_space(params).shape == (STATE_DIM,)
+    obs, state = env.reset(KEY, params)
+    assert obs.shape == (STATE_DIM,)
+    np.testing.assert_array_equal(obs, full.observe(KEY, state, None, params)[:STATE_DIM])
+    with pytest.raises(ValueError, match="depth_obs=False"):
+        env.split_observation(obs)
+
+
 def test_navigate__params_validation():
     with pytest.raises(ValueError, match=r"params\.num_obstacles=20.*max_obstacles=12"):
         hordax.make("Aerial-Navigate-v0", num_obstacles=20)
@@ -155,12 +176,18 @@ def _nav(**kwargs):
 
 
 def test_navigate__observation_layout_and_obstacle_count():
-    """obs = [goal - pos, quat, body vel, rates, prev action, depth row-major]; depth equals
-    the camera frame; only num_obstacles slots are active."""
+    """obs = [goal - pos (vehicle frame), quat, body vel, rates, prev action, depth
+    row-major]; depth equals the camera frame; only num_obstacles slots are active."""
     env, params = _nav(num_obstacles=5)
     obs, state = env.reset(KEY, params)
     head, depth = env.split_observation(obs)
-    np.testing.assert_allclose(head[:3], state.goal - state.quad.pos, rtol=1e-6)
+    yaw = float(dyn.quat_to_euler(state.quad.quat)[2])
+    assert abs(yaw) > 0.01  # the reset's yaw is random: the frames differ
+    world = np.asarray(state.goal - state.quad.pos, np.float64)
+    c, s = math.cos(yaw), math.sin(yaw)
+    expected = [c * world[0] + s * world[1], -s * world[0] + c * world[1], world[2]]
+    np.testing.assert_allclose(head[:3], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(head[:3]), np.linalg.norm(world), rtol=1e-6)
     np.testing.assert_array_equal(head[13:], 0.0)
     np.testing.assert_allclose(depth, env.depth(KEY, state, params), rtol=1e-5)
     assert int(np.sum(np.asarray(state.scene.active))) == 5
@@ -194,10 +221,7 @@ def test_navigate__scripted_velocity_policy_reaches_the_goal_in_an_empty_room():
 
         def body(carry, k):
             obs, state, done, success = carry
-            yaw = dyn.quat_to_euler(obs[3:7])[2]
-            g = obs[:3]
-            c, s = jnp.cos(-yaw), jnp.sin(-yaw)
-            local = jnp.stack([c * g[0] - s * g[1], s * g[0] + c * g[1], g[2]])
+            local = obs[:3]  # the goal in the vehicle frame: the velocity command's frame
             v = local / jnp.maximum(jnp.linalg.norm(local), 1e-6) * 1.5 / params.ctrl.max_speed
             action = jnp.concatenate([v, jnp.zeros(1)])
             obs2, state2, _, term, info = env.step_env(k, state, action, params)
@@ -210,3 +234,34 @@ def test_navigate__scripted_velocity_policy_reaches_the_goal_in_an_empty_room():
 
     success = jax.jit(jax.vmap(episode))(jax.random.split(KEY, 8))
     assert bool(np.all(success))
+
+
+@pytest.mark.timeout(120)
+def test_navigate__surviving_under_exploration_noise_pays_more_than_crashing():
+    """A fresh Gaussian policy (actions N(0, 1) per component, clipped by the env) that
+    survives a whole episode in the empty room must earn more than a crash (-100): else
+    crashing early is the better return and PPO learns to crash (RESULTS section 18's 94 %).
+    With the old action-change penalty (0.05 |a - a_prev|^2) surviving cost ~ -226."""
+    env, params = _nav(num_obstacles=0, height=16, width=24)
+
+    def episode(key):
+        k_reset, k_run = jax.random.split(key)
+        obs, state = env.reset(k_reset, params)
+
+        def body(carry, k):
+            state, done, ret = carry
+            k_act, k_step = jax.random.split(k)
+            action = jax.random.normal(k_act, (4,))
+            _, state2, reward, term, _ = env.step_env(k_step, state, action, params)
+            ret = ret + jnp.where(done, 0.0, reward)
+            return (state2, done | term, ret), None
+
+        init = (state, jnp.bool_(False), jnp.float32(0.0))
+        steps = params.max_steps_in_episode
+        (_, done, ret), _ = jax.lax.scan(body, init, jax.random.split(k_run, steps))
+        return done, ret
+
+    done, ret = jax.jit(jax.vmap(episode))(jax.random.split(KEY, 32))
+    done, ret = np.asarray(done), np.asarray(ret)
+    assert (~done).sum() >= 16  # most noisy episodes survive the empty room
+    assert ret[~done].mean() > float(params.crash_reward) + 30.0
