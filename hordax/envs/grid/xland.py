@@ -19,7 +19,7 @@ train/test on the host, and draw tasks inside jit with ``Benchmark.sample``.
 
 Envs: :class:`XLand` (a single task from params, or a fresh generated task at every reset)
 and :class:`XLandTrials` (meta-RL: a trial of ``episodes_per_trial`` episodes on one hidden
-task; the observation is only the view).
+task; the observation is the view, optionally with the previous episode's outcome).
 """
 
 from __future__ import annotations
