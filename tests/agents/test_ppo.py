@@ -116,9 +116,50 @@ def test_update__raises_probability_of_advantaged_actions(space, shared):
     assert all(np.isfinite(float(v)) for v in metrics.values())
 
 
+def test_bounds_loss__penalizes_means_past_the_box_and_pulls_them_back():
+    """``bounds_loss_coef``: the loss grows by coef x the mean squared excess of the Gaussian
+    means past the bounds (rows inside add nothing), and an update with only that pull
+    (zero advantages) moves an outside mean towards the box; 0 adds no term at all."""
+    space = spaces.Box(jnp.array([-1.0, -2.0]), jnp.array([1.0, 2.0]), (2,))
+    hp = {"clip_eps": 0.2, "vf_coef": 0.5, "ent_coef": 0.0}
+    obs = jax.random.normal(jax.random.key(1), (8, 4))
+    base = PPOConfig(ent_coef=0.0, anneal_lr=False, learning_rate=1e-2, num_minibatches=1)
+    off = make_agent(base, (4,), space, num_updates=1)
+    on = make_agent(dataclasses.replace(base, bounds_loss_coef=0.5), (4,), space, 1)
+    state = off.init(jax.random.key(0))
+    # push the means out: the actor's output bias, [3, -2.5] (excess [2, 0.5]) for every row
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, x: (
+            x + jnp.array([3.0, -2.5])
+            if x.shape == (2,) and "bias" in str(path[-1]) and "Dense" in str(path)
+            else x
+        ),
+        state.params,
+    )
+    mu = off._dist(params, obs)[0]
+    excess = np.maximum(0, np.asarray(mu) - [1, 2]) + np.maximum(0, [-1, -2] - np.asarray(mu))
+    assert excess.sum() > 0, mu
+    action = jnp.zeros((8, 2))
+    value = off.value(state, obs)
+    batch = PPOBatch(obs, action, off.log_prob(state, obs, action), value, jnp.zeros(8), value)
+    loss_off, m_off = off._loss(params, hp, batch)
+    loss_on, m_on = on._loss(params, hp, batch)
+    expected = float(np.mean(np.sum(excess**2, -1)))
+    assert float(m_on["bounds_loss"]) == pytest.approx(expected, rel=1e-5)
+    assert float(loss_on - loss_off) == pytest.approx(0.5 * expected, rel=1e-4)
+    assert "bounds_loss" not in m_off
+    moved = on.update(state.replace(params=params), batch, jax.random.key(2))[0]
+    mu_after = on._dist(moved.params, obs)[0]
+    after = np.maximum(0, np.asarray(mu_after) - [1, 2]) + np.maximum(
+        0, [-1, -2] - np.asarray(mu_after)
+    )
+    assert float(np.sum(after**2)) < float(np.sum(excess**2))
+
+
 @pytest.mark.parametrize(
     "change,match",
     [
+        (dict(bounds_loss_coef=-1.0), r"agent.bounds_loss_coef=-1.0: must be >= 0"),
         (dict(learning_rate=-1e-3), r"agent.learning_rate=-0.001: must be a finite number > 0"),
         (dict(gamma=1.5), r"agent.gamma=1.5: must be in \[0, 1\]"),
         (dict(num_minibatches=3), r"agent.num_minibatches=3: must divide the batch .* = 512"),

@@ -124,6 +124,11 @@ class PPOAgent:
         elif isinstance(action_space, spaces.Box):
             self.continuous, self.action_dim = True, int(np.prod(action_space.shape))
             self.action_shape = tuple(action_space.shape)
+            # f32[n]: the flat action bounds (the bound loss's)
+            bound = lambda b: np.broadcast_to(  # noqa: E731
+                np.asarray(b, np.float32), self.action_shape
+            ).reshape(-1)
+            self.action_low, self.action_high = bound(action_space.low), bound(action_space.high)
         else:
             raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
         self.recurrent = int(config.network.rnn_size) > 0
@@ -282,20 +287,22 @@ class PPOAgent:
 
     # --- learning -----------------------------------------------------------------------
     def _forward(self, params: Any, mb: Any) -> tuple[jax.Array, ...]:
-        """``(log_prob, entropy, value, mb flattened to rows)`` of a minibatch; a recurrent
-        minibatch ``[T, b]`` is unrolled from its ``carry0`` with its resets."""
+        """``(log_prob, entropy, value, mb flattened to rows, out [N, n])`` of a minibatch
+        (``out``: the distribution's logits or Gaussian means); a recurrent minibatch
+        ``[T, b]`` is unrolled from its ``carry0`` with its resets."""
         if not self.recurrent:
             (out, log_std), value = self._dist_value(params, mb.obs)
-            return (*self._log_prob_entropy(out, log_std, mb.action), value, mb)
+            return (*self._log_prob_entropy(out, log_std, mb.action), value, mb, out)
         (out, log_std), value, _ = self._unroll(params, mb.obs, mb.reset, mb.carry0)
         T, b = mb.reset.shape
         rows = lambda x: x.reshape((T * b, *x.shape[2:]))  # noqa: E731
         flat = PPOBatch(*(rows(getattr(mb, f)) for f in _SEQ_FIELDS))
-        return (*self._log_prob_entropy(rows(out), log_std, flat.action), rows(value), flat)
+        out = rows(out)
+        return (*self._log_prob_entropy(out, log_std, flat.action), rows(value), flat, out)
 
     def _loss(self, params: Any, hp: dict, mb: Any) -> tuple[jax.Array, dict]:
         cfg = self.config
-        log_prob, entropy, value, mb = self._forward(params, mb)
+        log_prob, entropy, value, mb, out = self._forward(params, mb)
         adv, w = mb.advantage, mb.mask
         if cfg.normalize_advantages and w is None:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
@@ -307,6 +314,11 @@ class PPOAgent:
         v_loss = value_loss(value, mb.value, mb.target, hp["clip_eps"], cfg.clip_value, w)
         ent = weighted_mean(entropy, w)
         total = pi_loss + hp["vf_coef"] * v_loss - hp["ent_coef"] * ent
+        if self.continuous and cfg.bounds_loss_coef > 0:  # static: off adds no term at all
+            excess = jax.nn.relu(out - self.action_high) + jax.nn.relu(self.action_low - out)
+            bounds = weighted_mean(jnp.sum(jnp.square(excess), axis=-1), w)
+            total = total + cfg.bounds_loss_coef * bounds
+            diag = {**diag, "bounds_loss": bounds}
         return total, {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": ent, **diag}
 
     def update(self, state: PPOState, batch: PPOBatch, key: jax.Array) -> tuple[PPOState, dict]:

@@ -30,6 +30,13 @@ class PPOConfig:
     """Clip the value update around the rollout's values (PPO2 style)."""
     ent_coef: float = 0.01
     """Entropy bonus coefficient (>= 0)."""
+    bounds_loss_coef: float = 0.0
+    """Box actions: coefficient (>= 0) of a penalty on Gaussian means outside the action
+    space's bounds, ``mean over rows of sum_i (max(0, mu_i - high_i) + max(0, low_i -
+    mu_i))^2`` (rl_games' bound loss). The env clips sampled actions, so nothing else keeps
+    the means inside: they can drift far past the bounds, and the deterministic (mean)
+    action then sits on a bound while training's sampled actions averaged to a command
+    inside. 0 (default): no term (the loss is unchanged)."""
     vf_coef: float = 0.5
     """Value loss coefficient (>= 0)."""
     max_grad_norm: float = 0.5
@@ -87,6 +94,12 @@ def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
     need(0.0 <= cfg.gae_lambda <= 1.0, "gae_lambda", cfg.gae_lambda, "must be in [0, 1]")
     need(finite(cfg.clip_eps) and cfg.clip_eps > 0, "clip_eps", cfg.clip_eps, "must be > 0")
     need(finite(cfg.ent_coef) and cfg.ent_coef >= 0, "ent_coef", cfg.ent_coef, "must be >= 0")
+    need(
+        finite(cfg.bounds_loss_coef) and cfg.bounds_loss_coef >= 0,
+        "bounds_loss_coef",
+        cfg.bounds_loss_coef,
+        "must be >= 0",
+    )
     need(finite(cfg.vf_coef) and cfg.vf_coef >= 0, "vf_coef", cfg.vf_coef, "must be >= 0")
     validate_network(cfg.network)
     for team, sizes in dict(getattr(cfg, "team_hidden_sizes", None) or {}).items():
