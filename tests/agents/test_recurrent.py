@@ -109,7 +109,7 @@ def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values(shared)
         tr.extras["reset"],
         state.carry,
     )
-    log_prob, _, value, flat = agent._forward(state.agent.params, batch)
+    log_prob, _, value, flat, _ = agent._forward(state.agent.params, batch)
     np.testing.assert_allclose(log_prob, flat.log_prob, atol=1e-5)
     np.testing.assert_allclose(value, flat.value, atol=1e-5)
     assert set(state.carry) == ({"actor_critic"} if shared else {"actor", "critic"})
