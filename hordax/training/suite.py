@@ -144,7 +144,7 @@ def passes(mean: float, threshold: float, direction: str) -> bool:
     return bool(mean >= threshold) if direction == "max" else bool(mean <= threshold)
 
 
-def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=print) -> dict:
+def run_suite(cfg: SuiteConfig, train: Callable[..., dict], log=print) -> dict:
     """Train and evaluate every row and seed; write the table, CSV and curves.
 
     ``train(overrides, run_dir, resume=False) -> summary``: one ``hordax train`` run in this
@@ -179,7 +179,7 @@ def run_suite(cfg: SuiteConfig, train: Callable[[list[str], str], dict], log=pri
         for seed, run_dir in plan:
             overrides = [*base, f"seed={seed}"]
             summary, how = _train_or_reuse(overrides, run_dir, train, cfg.overwrite and selected)
-            ev = _eval_json(run_dir, episodes) if how == "reused" else None
+            ev = _eval_json(run_dir, episodes, summary["seed"]) if how == "reused" else None
             if ev is None:
                 ev = run_eval(EvalConfig(run_dir=run_dir, episodes=episodes))
             for metric, vals in values.items():
@@ -268,14 +268,17 @@ def _train_or_reuse(
     return train(overrides, run_dir), "trained"
 
 
-def _eval_json(run_dir: str, episodes: int) -> dict | None:
-    """A reused run's ``eval.json`` if it evaluated ``episodes`` episodes (else ``None``)."""
+def _eval_json(run_dir: str, episodes: int, seed: int) -> dict | None:
+    """A reused run's ``eval.json`` if it is the evaluation the suite would run: ``episodes``
+    episodes, deterministic, on the run's own evaluation seed, no split (``hordax eval``
+    writes the same file with other options too); else ``None``."""
     try:
         with open(os.path.join(run_dir, "eval.json")) as f:
             ev = json.load(f)
     except (OSError, ValueError):
         return None
-    return ev if ev.get("episodes") == episodes and ev.get("split") is None else None
+    same = (ev.get("episodes"), ev.get("deterministic"), ev.get("seed"), ev.get("split"))
+    return ev if same == (episodes, True, seed, None) else None
 
 
 def _fmt(v: Any) -> str:
