@@ -16,8 +16,8 @@ sells first (sell at most the holdings; under turbulence sell everything and buy
 then buys one asset at a time in decreasing order of the integer order (ties: higher asset
 index first, as FinRL's ``np.argsort(actions)[::-1]``), each capped by the cash left.
 Two guards keep cash >= 0: a sale whose cost exceeds its proceeds is skipped, and a buy is
-the largest ``n`` with ``n * price + cost(n) <= cash`` (found in closed form for the
-linear terms, then reduced if the impact term overshoots; ``0`` if no ``n`` fits).
+the largest ``n`` with ``n * price + cost(n) <= cash`` (closed form for the linear terms;
+bisection on integers when the impact term overshoots that bound; ``0`` if no ``n`` fits).
 """
 
 from __future__ import annotations
@@ -85,12 +85,24 @@ def execute_orders(
             c = trade_cost(n, p, buy_pct, fixed, impact, sig, a)
             return n * p + c, c
 
-        n = jnp.minimum(w, jnp.floor(jnp.maximum(cash - fixed, 0.0) / (p * (1.0 + buy_pct))))
-        total, _ = total_of(n)
-        # shrink once if the non-linear impact term overshoots, then step down by rounding
-        n = jnp.where(total > cash, jnp.floor(n * cash / jnp.maximum(total, 1e-30)), n)
-        total, _ = total_of(n)
-        n = jnp.where(total > cash, jnp.maximum(n - 1.0, 0.0), n)
+        # the linear terms alone bound n from above; total_of is increasing in n, so the
+        # largest affordable n is found by bisection on integers in [lo, hi] (lo affordable,
+        # hi the bound). The proportional shrink is usually affordable and brackets it
+        # tightly; with proportional costs only, the bound itself is affordable (no loop).
+        hi = jnp.minimum(w, jnp.floor(jnp.maximum(cash - fixed, 0.0) / (p * (1.0 + buy_pct))))
+        total_hi, _ = total_of(hi)
+        shrunk = jnp.floor(hi * cash / jnp.maximum(total_hi, 1e-30))
+        lo = jnp.where(total_of(shrunk)[0] <= cash, jnp.minimum(shrunk, hi), 0.0)
+        lo = jnp.where(total_hi <= cash, hi, lo)
+
+        def bisect(bounds):
+            lo, hi = bounds
+            mid = jnp.floor(0.5 * (lo + hi))
+            fits = total_of(mid)[0] <= cash
+            return jnp.where(fits, mid, lo), jnp.where(fits, hi, mid)
+
+        lo, _ = jax.lax.while_loop(lambda b: b[1] - b[0] > 1.0, bisect, (lo, hi))
+        n = lo
         total, c = total_of(n)
         ok = (total <= cash) & (n > 0)
         # cash - total >= 0 exactly in float32 because total <= cash
