@@ -426,6 +426,7 @@ class TrialState:
     time: jax.Array  # int32[] steps in the trial
     returns: jax.Array  # float32[K] each episode's return so far in this trial
     outcome: jax.Array  # int32[] how the episode before this step's observation ended (OUTCOME_*)
+    picked: jax.Array  # uint8[2] object the episode before this observation ended by picking up
 
 
 #: ``XLandTrials(observe_outcome=True)``'s third observation channel: the view's first step of
@@ -472,7 +473,10 @@ class XLandTrials(XLand):
     ``commit_pickup=True`` makes the choice commit, as in Harlow's task (Wang et al. 2018) and
     RL^2's bandits: the first object the agent picks up ends the episode, a success (reward as
     above) iff it is the goal's object, else a failure (``OUTCOME_WRONG`` = 3 in the outcome
-    channel). Every episode re-places the objects and the agent, so what carries over is the
+    channel). The next episode's first observation shows the object picked in the agent's
+    own cell (where the view shows what the agent carries): the choice and, with the outcome
+    channel, its result arrive together, as RL^2 feeds its agent the previous action and
+    reward. Every episode re-places the objects and the agent, so what carries over is the
     object's identity, not its cell: a memoryless policy succeeds in ~1 / (1 + distractors) of
     every episode, a meta-learner that remembers which object paid (or did not) approaches 1
     from the trial's second or third episode on. Only for tasks whose goal is AgentHold of a
@@ -564,12 +568,14 @@ class XLandTrials(XLand):
         task = self.task(k_task, params)
         returns = jnp.zeros(self.episodes_per_trial, jnp.float32)
         zero = jnp.int32(0)
-        state = TrialState(self.build(k_ep, task), task, zero, zero, returns, zero)
+        no_pick = jnp.zeros(2, jnp.uint8)
+        state = TrialState(self.build(k_ep, task), task, zero, zero, returns, zero, no_pick)
         return self.observe(key, state, None, params), state
 
     def step_env(self, key, state: TrialState, action, params: TrialParams):
         ep = self.transition(state.episode, action)
         ep = ep.replace(time=ep.time + 1)
+        held = ep.carry
         success = rules.check_goal(ep.goal, ep.grid, ep.agent_pos, ep.carry)
         horizon = jnp.asarray(params.episode_steps, jnp.float32)
         reward = jnp.where(success, 1.0 - 0.9 * ep.time.astype(jnp.float32) / horizon, 0.0)
@@ -586,7 +592,8 @@ class XLandTrials(XLand):
             success, OUTCOME_SUCCESS, jnp.where(wrong, OUTCOME_WRONG, OUTCOME_TIMEOUT)
         )
         outcome = jnp.where(episode_done, ended_as, OUTCOME_NONE).astype(jnp.int32)
-        new = TrialState(ep, state.task, index, state.time + 1, returns, outcome)
+        picked = jnp.where(episode_done & (held[0] != world.EMPTY), held, jnp.uint8(0))
+        new = TrialState(ep, state.task, index, state.time + 1, returns, outcome, picked)
         success_f = success.astype(jnp.float32)
         metrics = {
             "success": success_f,
@@ -602,6 +609,10 @@ class XLandTrials(XLand):
 
     def observe(self, key, state, action, params):
         view = super().observe(key, state.episode, action, params)
+        if self.commit_pickup:  # the object just committed to, where the view shows the hands
+            me = view[self.view_size - 1, self.view_size // 2]
+            shown = jnp.where(state.picked[0] != world.EMPTY, state.picked, me)
+            view = view.at[self.view_size - 1, self.view_size // 2].set(shown)
         if not self.observe_outcome:
             return view
         flag = jnp.broadcast_to(state.outcome.astype(view.dtype), view.shape[:-1] + (1,))

@@ -343,8 +343,8 @@ def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
     """``commit_pickup=True`` (the registered Harlow id): an episode ends exactly when the
     agent picks up an object, a success iff it is the goal's object (outcome 1, reward as
     usual), else a failure (outcome 3, reward 0); time-outs stay outcome 2; the hands are
-    empty in every new episode and the objects are re-placed. Random play picks the goal in
-    about 1 of 3 commits (two distractors)."""
+    empty in every new episode, whose first view shows the object picked in the agent's
+    cell. Random play picks the goal in about 1 of 3 commits (two distractors)."""
     import hordax
 
     env, params = hordax.make("Grid-XLand-Trials-Harlow-R1-7x7-v0")
@@ -357,13 +357,19 @@ def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
         picked = (a == PICK) & (jnp.asarray(world.PICKABLE)[front[0]]) & (ep.carry[0] == 0)
         is_goal = (front[0] == ep.goal[1]) & (front[1] == ep.goal[2])
         ended = s2.episode_index - s.episode_index
-        return picked, is_goal, r, ended, obs[0, 0, 2], s2.episode.carry, s.episode.time
+        me = obs[4, 2, :2]  # the agent's own view cell
+        return picked, is_goal, r, ended, obs[0, 0, 2], s2.episode.carry, s.episode.time, me, front
 
     trial = random_trial(env, params, 60, record)
     _, out = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(2), 128))
-    picked, is_goal, r, ended, flag, carry, t = map(np.asarray, out)
+    picked, is_goal, r, ended, flag, carry, t, me, front = map(np.asarray, out)
     live = np.cumsum(np.concatenate([np.zeros_like(ended[:, :1]), ended[:, :-1]], 1), 1) < 4
-    picked, is_goal, r, ended, flag = (x[live] for x in (picked, is_goal, r, ended, flag))
+    picked, is_goal, r, ended, flag, me, front = (
+        x[live] for x in (picked, is_goal, r, ended, flag, me, front)
+    )
+    # the next episode's first view shows the object picked where it shows the hands
+    np.testing.assert_array_equal(me[picked], front[picked])
+    assert (me[~picked] == [world.FLOOR, 0]).all()
     assert (carry[live] == 0).all()  # a pick-up always ends the episode
     timeout = (t[live] + 1 >= params.episode_steps) & ~picked
     np.testing.assert_array_equal(ended, (picked | timeout).astype(ended.dtype))
@@ -388,6 +394,9 @@ def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
         jax.random.split(jax.random.key(2), 64)
     )
     assert not (np.asarray(out[4]) == 3).any() and (np.asarray(out[5]) != 0).any()
+    held = np.asarray(out[5])
+    hands = np.where(held[..., :1] == 0, np.array([world.FLOOR, 0], held.dtype), held)
+    np.testing.assert_array_equal(np.asarray(out[7]), hands)  # the plain view of the hands
 
 
 def test_xland__bad_config_errors():
