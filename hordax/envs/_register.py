@@ -37,7 +37,7 @@ register(  # Harlow-style meta-RL: the first pick-up commits (docs/grid.md)
     width=7,
     depth=0,
     num_distractor_rules=0,
-    num_distractor_objects=2,
+    num_distractor_objects=1,
     goal_kinds="agent_hold",
     num_tasks=1000,
     observe_outcome=True,

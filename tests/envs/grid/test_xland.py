@@ -344,7 +344,7 @@ def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
     agent picks up an object, a success iff it is the goal's object (outcome 1, reward as
     usual), else a failure (outcome 3, reward 0); time-outs stay outcome 2; the hands are
     empty in every new episode, whose first view shows the object picked in the agent's
-    cell. Random play picks the goal in about 1 of 3 commits (two distractors)."""
+    cell. Random play picks the goal in about 1 of 2 commits (Harlow's two objects)."""
     import hordax
 
     env, params = hordax.make("Grid-XLand-Trials-Harlow-R1-7x7-v0")
@@ -377,7 +377,7 @@ def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
     want = np.where(picked, np.where(is_goal, 1, 3), np.where(timeout, 2, 0))
     np.testing.assert_array_equal(flag, want)
     rate = (picked & is_goal).sum() / picked.sum()
-    assert picked.sum() > 60 and 0.2 < rate < 0.5, (picked.sum(), rate)
+    assert picked.sum() > 60 and 0.35 < rate < 0.65, (picked.sum(), rate)
     # without the option a wrong pick-up is only a step: outcome 3 never appears
     plain = xland.XLandTrials(
         height=7,
