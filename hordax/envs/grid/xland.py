@@ -641,6 +641,6 @@ class XLandTrials(XLand):
         kinds = np.unique(np.asarray(b.goals)[..., 0])
         if self.commit_pickup and not np.array_equal(kinds, [rules.G_AGENT_HOLD]):
             raise ValueError(
-                f"params.benchmark holds goal kinds {kinds.tolist()}; commit_pickup=True needs "
-                f"AgentHold ({rules.G_AGENT_HOLD}) goals only"
+                f"params.benchmark.goals holds goal kinds {kinds.tolist()}; commit_pickup=True "
+                f"needs AgentHold ({rules.G_AGENT_HOLD}) goals only"
             )
