@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from hordax import strict_json
+from hordax.training.host.rundir import OVERRIDES_FILE  # no jax: cheap at start-up
 
 # Everything that imports jax (all of hordax.training but host.sharding, hydra too) is
 # imported inside the functions: main() must configure XLA's host devices
 # (use_all_cpu_cores) before jax initializes, and `hordax --help` stays instant.
-
-#: The overrides a run was started with (written once, at a fresh start; read by resume=).
-OVERRIDES_FILE = "overrides.json"
 
 USAGE = """usage: hordax {train,eval,suite,bench,backtest} [hydra overrides ...]
 
@@ -137,18 +135,12 @@ def resume_overrides(args: list[str]) -> list[str]:
     if not resume or not resume[-1]:
         return args
     run_dir = resume[-1]
-    saved = Path(run_dir) / OVERRIDES_FILE
-    if not saved.is_file():
-        _fail(f"resume={run_dir}: no hordax run there ({saved} is missing)")
+    from hordax.training.host.rundir import RunDirError, read_overrides
+
     try:
-        with open(saved) as f:
-            stored = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        _fail(
-            f"resume={run_dir}: {saved} is unreadable ({e}); it should be a JSON list of overrides"
-        )
-    if not isinstance(stored, list) or not all(isinstance(o, str) for o in stored):
-        _fail(f"resume={run_dir}: {saved} is not a JSON list of override strings")
+        stored = read_overrides(run_dir)
+    except RunDirError as e:
+        _fail(f"resume={run_dir}: {e}")
     before = [o for o in stored if not o.startswith(("resume=", "hydra.", "overwrite="))]
     return [*before, *args, f"hydra.run.dir={run_dir}"]
 
@@ -495,6 +487,45 @@ def _eval_task(dict_cfg) -> None:
     _app_task("eval", dict_cfg, "hordax.training.evaluation:run_eval")
 
 
+def _compose_train(overrides: list[str], extra: list[str]) -> Any:
+    """The ``train`` config ``overrides`` (then ``extra``) compose to, as ``hordax train``
+    would, from inside another hydra task (``hordax suite``)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    cfg_dir = config_dir()
+    args = rewrite_env_override([*overrides, *extra], cfg_dir)
+    GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
+    with initialize_config_dir(str(cfg_dir), version_base=None):
+        return compose("train", overrides=args)
+
+
+def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
+    """Where the run saved in ``run_dir`` (its ``config.yaml``) differs from the config
+    ``overrides`` compose to now, on the keys that make a run what it is (the checkpoint's
+    ``COMPAT_KEYS``: env, agent, trainer, population, seed): ``key=SAVED -> NOW`` strings,
+    ``[]`` if none. Equal overrides compose to another config when a tuned file or a
+    default changed since the run; ``hordax suite`` must not reuse such a run."""
+    from omegaconf import OmegaConf
+
+    from hordax.training.host.checkpoint import compat_config
+
+    def flat(cfg: Any) -> dict:
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        return json.loads(strict_json.dumps(compat_config(plain), default=str))
+
+    try:
+        saved = flat(OmegaConf.load(os.path.join(run_dir, "config.yaml")))
+    except (OSError, ValueError) as e:
+        return [f"config.yaml unreadable ({e})"]
+    now = flat(_compose_train(overrides, ["progress=false"]))
+    return [
+        f"{k}={saved.get(k, '<absent>')!r} -> {now.get(k, '<absent>')!r}"
+        for k in sorted(set(saved) | set(now))
+        if saved.get(k) != now.get(k)
+    ]
+
+
 def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -> dict:
     """One ``hordax train`` run in this process (``hordax suite``): the same composition,
     checks, files and host loop, with its end-of-run evaluation off (the suite runs
@@ -502,8 +533,6 @@ def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -
     checkpoint (``hordax train resume=run_dir``; its files are kept). Returns the summary."""
     import dataclasses
 
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
     from hordax.envs.registry import make
@@ -511,12 +540,8 @@ def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -
     from hordax.training.host.loop import train_and_log
     from hordax.training.host.rundir import clear, write_atomic
 
-    cfg_dir = config_dir()
     extra = ["eval.episodes=0", "progress=false", *([f"resume={run_dir}"] if resume else [])]
-    args = rewrite_env_override([*overrides, *extra], cfg_dir)
-    GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
-    with initialize_config_dir(str(cfg_dir), version_base=None):
-        dict_cfg = compose("train", overrides=args)
+    dict_cfg = _compose_train(overrides, extra)
     cfg, resolved = check_config("train", dict_cfg)
     cfg = dataclasses.replace(cfg, run_dir=run_dir)
     env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
@@ -533,7 +558,8 @@ def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -
 def _suite_task(dict_cfg) -> None:
     """The hydra task of ``hordax suite``: train and evaluate every row; one JSON line."""
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    _app_task("suite", dict_cfg, "hordax.training.suite:run_suite", train_in_process, log)
+    run = "hordax.training.suite:run_suite"
+    _app_task("suite", dict_cfg, run, train_in_process, log, run_config_changes)
 
 
 COMMANDS = {

@@ -144,12 +144,22 @@ def passes(mean: float, threshold: float, direction: str) -> bool:
     return bool(mean >= threshold) if direction == "max" else bool(mean <= threshold)
 
 
-def run_suite(cfg: SuiteConfig, train: Callable[..., dict], log=print) -> dict:
+def run_suite(
+    cfg: SuiteConfig,
+    train: Callable[..., dict],
+    log=print,
+    changes: Callable[[list[str], str], list[str]] | None = None,
+) -> dict:
     """Train and evaluate every row and seed; write the table, CSV and curves.
 
     ``train(overrides, run_dir, resume=False) -> summary``: one ``hordax train`` run in this
     process (the CLI's :func:`hordax.training.cli.train_in_process`), evaluation off;
-    ``resume=True`` continues the run in ``run_dir`` from its newest checkpoint."""
+    ``resume=True`` continues the run in ``run_dir`` from its newest checkpoint.
+    ``changes(overrides, run_dir) -> ["key=SAVED -> NOW", ...]``: where a saved run's config
+    differs from what its overrides compose to now (the CLI's
+    :func:`hordax.training.cli.run_config_changes`; a tuned file changed since); a finished
+    run is reused only if there are none. ``None``: overrides alone decide."""
+    changes = changes or (lambda overrides, run_dir: [])
     from hordax.training.evaluation import EvalConfig, interval, run_eval
 
     validate_suite(cfg)
@@ -169,8 +179,10 @@ def run_suite(cfg: SuiteConfig, train: Callable[..., dict], log=print) -> dict:
         plan = [(seed, os.path.join(out_dir, "runs", label, f"seed{seed}")) for seed in cfg.seeds]
         selected = not cfg.only or row["task"] in cfg.only
         if not selected and not all(
-            _finished(d, [*base, f"seed={s}"]) for s, d in plan
-        ):  # not trained now, and some run is missing: no table row yet
+            _finished(d, [*base, f"seed={s}"]) and not changes([*base, f"seed={s}"], d)
+            for s, d in plan
+        ):  # not trained now, and some run is missing or stale: no table row yet
+            log(f"suite: {label}: not in the table (a run is missing or its config changed)")
             continue
         episodes = int(row.get("episodes", cfg.episodes))
         goals = row_goals(row)
@@ -178,7 +190,8 @@ def run_suite(cfg: SuiteConfig, train: Callable[..., dict], log=print) -> dict:
         walls, compiles, steps, runs = [], [], 0, []
         for seed, run_dir in plan:
             overrides = [*base, f"seed={seed}"]
-            summary, how = _train_or_reuse(overrides, run_dir, train, cfg.overwrite and selected)
+            overwrite = cfg.overwrite and selected
+            summary, how = _train_or_reuse(overrides, run_dir, train, overwrite, changes)
             ev = _eval_json(run_dir, episodes, summary["seed"]) if how == "reused" else None
             if ev is None:
                 ev = run_eval(EvalConfig(run_dir=run_dir, episodes=episodes))
@@ -226,12 +239,12 @@ def run_suite(cfg: SuiteConfig, train: Callable[..., dict], log=print) -> dict:
 
 def _saved_overrides(run_dir: str) -> list | None:
     """The overrides a run directory's run was started with (``None``: none readable)."""
+    from hordax.training.host.rundir import RunDirError, read_overrides
+
     try:
-        with open(os.path.join(run_dir, "overrides.json")) as f:
-            saved = json.load(f)
-    except (OSError, ValueError):
+        return read_overrides(run_dir)
+    except RunDirError:
         return None
-    return saved if isinstance(saved, list) else None
 
 
 def _finished(run_dir: str, overrides: list[str]) -> bool:
@@ -242,12 +255,17 @@ def _finished(run_dir: str, overrides: list[str]) -> bool:
 
 
 def _train_or_reuse(
-    overrides: list[str], run_dir: str, train: Callable[..., dict], overwrite: bool
+    overrides: list[str],
+    run_dir: str,
+    train: Callable[..., dict],
+    overwrite: bool,
+    changes: Callable[[list[str], str], list[str]],
 ) -> tuple[dict, str]:
     """One seed's run: ``(summary, how)``, ``how`` one of ``reused`` (a finished run with the
-    same overrides), ``resumed`` (an unfinished one, from its newest checkpoint),
-    ``trained`` (a fresh run, or one started again: no checkpoint, or ``overwrite``).
-    ``ValueError`` if the directory holds a run started with other overrides."""
+    same overrides and config), ``resumed`` (an unfinished one, from its newest checkpoint;
+    the checkpoint refuses another config), ``trained`` (a fresh run, or one started again:
+    no checkpoint, or ``overwrite``). ``ValueError`` if the directory holds a run started
+    with other overrides, or a finished one whose config differs from today's."""
     from hordax.training.host.checkpoint import committed_steps
     from hordax.training.host.rundir import run_files
 
@@ -261,6 +279,15 @@ def _train_or_reuse(
         )
     summary_path = os.path.join(run_dir, "summary.json")
     if os.path.isfile(summary_path):
+        changed = changes(overrides, run_dir)
+        if changed:
+            raise ValueError(
+                f"{run_dir} holds a finished run whose config differs from what this suite"
+                f" row composes to now ({'; '.join(changed[:5])}"
+                + (f"; and {len(changed) - 5} more" if len(changed) > 5 else "")
+                + "): a tuned file or default changed since; use another out_dir, or"
+                " overwrite=true to retrain"
+            )
         with open(summary_path) as f:
             return json.load(f), "reused"
     if committed_steps(run_dir):

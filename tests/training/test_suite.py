@@ -71,7 +71,8 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tiny):
 def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_others(tiny):
     """The same command continues a suite: nothing finished is trained again, an unfinished
     run resumes from its checkpoint (or starts again without one) and ends as it would have;
-    a directory holding a run with other overrides is refused, ``overwrite=true`` retrains."""
+    a finished run whose config differs from what its overrides compose to now, or a
+    directory holding a run with other overrides, is refused; ``overwrite=true`` retrains."""
     out, first = tiny
     assert first.returncode == 0, first.stderr[-3000:]
     runs = out / "runs" / "CartPole-v1_ppo"
@@ -103,6 +104,18 @@ def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_othe
     assert [json.loads(r["per_seed"]) for r in rows] == [
         json.loads(r["per_seed"]) for r in csv.DictReader(table.splitlines())
     ]  # the same evaluations: the runs are the same
+
+    # the same overrides, but the config they compose to changed since the run (a tuned
+    # file or a default): seed 0's saved config says another learning rate
+    config = runs / "seed0" / "config.yaml"
+    text = config.read_text()
+    lr = re.search(r"^  learning_rate: (\S+)$", text, re.M)
+    config.write_text(text.replace(lr.group(0), "  learning_rate: 0.123"))
+    stale = _cli(args, out.parent)
+    assert stale.returncode != 0 and "Traceback" not in stale.stderr
+    assert "seed0 holds a finished run whose config differs" in stale.stderr
+    assert f"agent.learning_rate=0.123 -> {float(lr.group(1))!r}" in stale.stderr, stale.stderr
+    config.write_text(text)
 
     saved = runs / "seed0" / "overrides.json"
     saved.write_text(saved.read_text().replace("trainer.num_envs=16", "trainer.num_envs=8"))
