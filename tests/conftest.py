@@ -1,16 +1,47 @@
 """Test setup: 8 host devices for sharding tests must be requested before jax is imported;
+one persistent compilation cache per ``pytest`` run, shared by every process of the run;
 compiled programs are released before the process runs out of memory mappings.
-
-No persistent compilation cache: with jax 0.9.2, loading a cached XLA:CPU executable logs a
-machine-feature mismatch on this very machine ("could lead to execution errors such as
-SIGILL"), and one fresh-clone run with a per-session cache had a subprocess die of SIGSEGV.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("WANDB_MODE", "offline")
+
+
+def _share_a_compilation_cache() -> None:
+    """A fresh, empty JAX persistent compilation cache for this ``pytest`` run, removed at
+    exit, and the settings that make every compiled program go into it. Environment
+    variables, so the xdist workers (started after this module is imported in the main
+    process) and every ``hordax`` subprocess read and write the same directory: a program
+    compiled by one test (a resumed run's, a repeated tiny CLI config's, an env's in another
+    module) is loaded by the next one instead of compiled again. The key covers the program,
+    the compile options (``jax_disable_most_optimizations`` included), the XLA flags, the
+    devices and jax's version, so a hit is the very executable a compile would give.
+
+    Nothing from an earlier run is read (CI starts from nothing too). A directory given in
+    ``JAX_COMPILATION_CACHE_DIR`` is used instead (and kept); ``JAX_ENABLE_COMPILATION_CACHE=
+    false`` turns the cache off. Loading a cached XLA:CPU program logs a spurious
+    machine-feature mismatch (the tuning flags ``+prefer-no-gather``/``+prefer-no-scatter``
+    are not CPU features) on stderr, which CLI tests compare line by line: XLA's C++ log is
+    kept to fatal errors while the cache is on.
+    """
+    if os.environ.get("JAX_ENABLE_COMPILATION_CACHE", "").lower() in ("0", "false"):
+        return
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="hordax-test-jax-cache-")
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+_share_a_compilation_cache()
 
 
 import gc  # noqa: E402

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_driver import run_main
 
 from hordax.training.cli import main
 
@@ -93,33 +94,12 @@ BAD_INPUT = [
     (["env=Pendulum-v1", "agent=pql", "agent.n_step=9"], PQL_N_STEP),
 ]
 
-# Runs every bad-input case through the real `main` in ONE fresh process (hydra's main does
-# not coexist with pytest's output capture), with stderr captured per case.
-_DRIVER = """
-import contextlib, io, json, sys
-from hordax.training.cli import main
-out = []
-for args in json.loads(sys.argv[1]):
-    buf, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(buf):
-        try:
-            main(["train", "progress=false", *args])
-        except SystemExit as e:
-            code = e.code
-    out.append({"code": code, "stderr": buf.getvalue()})
-print(json.dumps(out))
-"""
-
 
 @pytest.fixture(scope="module")
 def bad_input_results(tmp_path_factory):
+    """Every bad-input case through the real ``main`` in one fresh process (cli_driver)."""
     cwd = tmp_path_factory.mktemp("cli_errors")
-    cases = json.dumps([args for args, _ in BAD_INPUT])
-    proc = subprocess.run(
-        [sys.executable, "-c", _DRIVER, cases], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    results = run_main([["train", "progress=false", *args] for args, _ in BAD_INPUT], cwd)
     return cwd, dict(zip([tuple(a) for a, _ in BAD_INPUT], results, strict=True))
 
 

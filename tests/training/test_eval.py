@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cli_driver import run_main
 from flax import struct
 from gymnax.environments.spaces import Box, Discrete
 from scipy import stats
@@ -198,37 +199,46 @@ def test_cli__trained_cartpole_evaluates_above_threshold_reproducibly(cartpole_r
     assert {p: (run / p).read_bytes() for p in before} == before  # training files untouched
 
 
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize(
-    ("args", "names"),
-    [
-        (["eval", "no/such/run"], "run_dir='no/such/run'"),
-        (["eval", "RUN", "episodes=0"], "episodes=0"),
-        (["eval", "RUN", "split=test"], "split='test'"),
-        (["eval", "RUN", "deterministic=false"], "deterministic=false"),  # PQN: greedy only
-        (["eval", "RUN", "out=params.msgpack"], "out='params.msgpack'"),
-        (["eval", "RUN", "video=x.avi"], "video='x.avi'"),
-        (["eval", "RUN", "video=x.gif"], "video='x.gif'"),  # gymnax CartPole: no render
-        (["eval", "OTHER"], "agent.name=ppo"),  # a run of another algorithm
-        (["eval", "NET"], "agent.name=pqn's network"),  # params that do not fit the config
-    ],
-)
-def test_cli__bad_input_is_one_line_naming_the_key(cartpole_run, args, names):
+BAD_EVAL = [
+    (["eval", "no/such/run"], "run_dir='no/such/run'"),
+    (["eval", "RUN", "episodes=0"], "episodes=0"),
+    (["eval", "RUN", "split=test"], "split='test'"),
+    (["eval", "RUN", "deterministic=false"], "deterministic=false"),  # PQN: greedy only
+    (["eval", "RUN", "out=params.msgpack"], "out='params.msgpack'"),
+    (["eval", "RUN", "video=x.avi"], "video='x.avi'"),
+    (["eval", "RUN", "video=x.gif"], "video='x.gif'"),  # gymnax CartPole: no render
+    (["eval", "OTHER"], "agent.name=ppo"),  # a run of another algorithm
+    (["eval", "NET"], "agent.name=pqn's network"),  # params that do not fit the config
+]
+
+
+@pytest.fixture(scope="module")
+def bad_eval_results(cartpole_run):
+    """Every case of :data:`BAD_EVAL` through the real ``main`` in one fresh process
+    (cli_driver): ``{args: {"code", "stderr"}}``."""
     cwd, _ = cartpole_run
     edits = {  # the PQN run's files under a config that says another algorithm / network
         "OTHER": ("name: pqn", "name: ppo"),
         "NET": ("    - 128\n    - 128\n", "    - 64\n    - 64\n"),
     }
+    text = (cwd / "run" / "config.yaml").read_text()
     for name, (old, new) in edits.items():
-        if name in args and not (cwd / name.lower()).exists():
-            shutil.copytree(cwd / "run", cwd / name.lower())
-            text = (cwd / "run" / "config.yaml").read_text()
-            assert old in text
-            (cwd / name.lower() / "config.yaml").write_text(text.replace(old, new))
-    args = [str(cwd / a.lower()) if a in ("RUN", *edits) else a for a in args]
-    proc = _cli(args, cwd)
-    err = proc.stderr.strip()
-    assert proc.returncode == 2 and len(err.splitlines()) == 1, err[-2000:]
+        shutil.copytree(cwd / "run", cwd / name.lower())
+        assert old in text
+        (cwd / name.lower() / "config.yaml").write_text(text.replace(old, new))
+    argvs = [
+        [str(cwd / a.lower()) if a in ("RUN", *edits) else a for a in args] for args, _ in BAD_EVAL
+    ]
+    results = run_main(argvs, cwd, keep_xla_flags=False, timeout=500)
+    return dict(zip([tuple(a) for a, _ in BAD_EVAL], results, strict=True))
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(("args", "names"), BAD_EVAL)
+def test_cli__bad_input_is_one_line_naming_the_key(bad_eval_results, args, names):
+    res = bad_eval_results[tuple(args)]
+    err = res["stderr"].strip()
+    assert res["code"] == 2 and len(err.splitlines()) == 1, err[-2000:]
     assert names in err, err
 
 

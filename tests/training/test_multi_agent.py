@@ -166,8 +166,9 @@ def test_population_equals_single_runs_and_mappo_runs():
     trainer = PPOTrainer(tc, cfg, env, params)
     pop = PopulationTrainer(trainer, 2, seed=5)
     p_state, p_metrics = jax.jit(pop.train)(pop.init_key(5))
+    single = jax.jit(trainer.train)  # one program for both seeds (a new jit would recompile)
     for i in range(2):
-        s_state, s_metrics = jax.jit(trainer.train)(jax.random.key(5 + i))
+        s_state, s_metrics = single(jax.random.key(5 + i))
         jax.tree.map(
             lambda a, b, i=i: np.testing.assert_allclose(a[i], b, rtol=1e-5, atol=1e-6),
             p_state.agent.params,
