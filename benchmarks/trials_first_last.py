@@ -44,6 +44,8 @@ def main(argv: list[str]) -> None:
             f"seed {tc.seed + i}: first {fmt(interval(a))}  last {fmt(interval(b))}  "
             f"last - first (paired) {fmt(interval(b - a))}"
         )
+    if len(first) < 2:  # an interval over seeds needs two of them
+        return
     print(
         f"over {len(first)} seeds: first {fmt(interval(first))}  last {fmt(interval(last))}  "
         f"last - first {fmt(interval(diff))}"

@@ -9,6 +9,10 @@ devices before jax (via gymnax) initializes.
 
 from typing import Any
 
+from hordax._deferred import defer as _defer
+
+_defer()  # gymnax's render-only imports (seaborn, pyplot): half of every start-up
+
 __version__ = "0.1.0"
 
 _LAZY = {"make", "register", "registered_envs", "to_gymnasium"}

@@ -30,6 +30,20 @@ _XLAND = "hordax.envs.grid.xland"
 register("Grid-XLand-R1-9x9-v0", f"{_XLAND}:XLand", generate=True)
 register("Grid-XLand-R4-13x13-v0", f"{_XLAND}:XLand", height=13, width=13, rooms=4, generate=True)
 register("Grid-XLand-Trials-R1-9x9-v0", f"{_XLAND}:XLandTrials")
+register(  # Harlow-style meta-RL: the first pick-up commits (docs/grid.md)
+    "Grid-XLand-Trials-Harlow-R1-7x7-v0",
+    f"{_XLAND}:XLandTrials",
+    height=7,
+    width=7,
+    depth=0,
+    num_distractor_rules=0,
+    num_distractor_objects=1,
+    goal_kinds="agent_hold",
+    num_tasks=1000,
+    observe_outcome=True,
+    commit_pickup=True,
+    episode_steps=20,
+)
 
 # aerial family (hordax/envs/aerial): quadrotors, Lee controllers, depth camera
 register("Aerial-Hover-v0", "hordax.envs.aerial.hover:Hover")

@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from hordax import strict_json
+from hordax.training.host.rundir import OVERRIDES_FILE  # no jax: cheap at start-up
 
 # Everything that imports jax (all of hordax.training but host.sharding, hydra too) is
 # imported inside the functions: main() must configure XLA's host devices
 # (use_all_cpu_cores) before jax initializes, and `hordax --help` stays instant.
-
-#: The overrides a run was started with (written once, at a fresh start; read by resume=).
-OVERRIDES_FILE = "overrides.json"
 
 USAGE = """usage: hordax {train,eval,suite,bench,backtest} [hydra overrides ...]
 
@@ -137,18 +135,12 @@ def resume_overrides(args: list[str]) -> list[str]:
     if not resume or not resume[-1]:
         return args
     run_dir = resume[-1]
-    saved = Path(run_dir) / OVERRIDES_FILE
-    if not saved.is_file():
-        _fail(f"resume={run_dir}: no hordax run there ({saved} is missing)")
+    from hordax.training.host.rundir import RunDirError, read_overrides
+
     try:
-        with open(saved) as f:
-            stored = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        _fail(
-            f"resume={run_dir}: {saved} is unreadable ({e}); it should be a JSON list of overrides"
-        )
-    if not isinstance(stored, list) or not all(isinstance(o, str) for o in stored):
-        _fail(f"resume={run_dir}: {saved} is not a JSON list of override strings")
+        stored = read_overrides(run_dir)
+    except RunDirError as e:
+        _fail(f"resume={run_dir}: {e}")
     before = [o for o in stored if not o.startswith(("resume=", "hydra.", "overwrite="))]
     return [*before, *args, f"hydra.run.dir={run_dir}"]
 

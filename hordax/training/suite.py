@@ -239,12 +239,12 @@ def run_suite(
 
 def _saved_overrides(run_dir: str) -> list | None:
     """The overrides a run directory's run was started with (``None``: none readable)."""
+    from hordax.training.host.rundir import RunDirError, read_overrides
+
     try:
-        with open(os.path.join(run_dir, "overrides.json")) as f:
-            saved = json.load(f)
-    except (OSError, ValueError):
+        return read_overrides(run_dir)
+    except RunDirError:
         return None
-    return saved if isinstance(saved, list) else None
 
 
 def _finished(run_dir: str, overrides: list[str]) -> bool:

@@ -426,11 +426,13 @@ class TrialState:
     time: jax.Array  # int32[] steps in the trial
     returns: jax.Array  # float32[K] each episode's return so far in this trial
     outcome: jax.Array  # int32[] how the episode before this step's observation ended (OUTCOME_*)
+    picked: jax.Array  # uint8[2] object the episode before this observation ended by picking up
 
 
 #: ``XLandTrials(observe_outcome=True)``'s third observation channel: the view's first step of
-#: an episode after a success / after a time-out; 0 everywhere else
-OUTCOME_NONE, OUTCOME_SUCCESS, OUTCOME_TIMEOUT = 0, 1, 2
+#: an episode after a success / after a time-out / after a wrong pick-up (``commit_pickup``);
+#: 0 everywhere else
+OUTCOME_NONE, OUTCOME_SUCCESS, OUTCOME_TIMEOUT, OUTCOME_WRONG = 0, 1, 2, 3
 
 
 @struct.dataclass
@@ -451,7 +453,10 @@ class XLandTrials(XLand):
     ``info["metrics"]`` holds ``success``, ``episode_index`` (of the step's episode) and
     ``return_episode_k`` for ``k < episodes_per_trial`` (episode ``k``'s return so far in
     this trial; on a trial's last step, the returns of all its episodes: how the return
-    changes from the first episode of a trial to the last).
+    changes from the first episode of a trial to the last) and ``return_gain``
+    (``return_episode_{K-1} - return_episode_0``: on a trial's last step, the trial's paired
+    last-minus-first difference, so its mean and interval over trials come from ``hordax
+    eval`` and the learning suite can hold a threshold on it).
 
     Held-out tasks: ``split="train"`` draws trials from a fixed ``1 - test_fraction`` of
     the benchmark's tasks, ``split="test"`` from the rest (``Benchmark.split``, seed 0:
@@ -464,6 +469,22 @@ class XLandTrials(XLand):
     otherwise: the previous step's reward and episode boundary, as RL^2 and XLand-MiniGrid's
     meta-RL baseline feed their agents (without it the agent must infer a success from the
     layout changing under it). The task itself stays unobserved.
+
+    ``commit_pickup=True`` makes the choice commit, as in Harlow's task (Wang et al. 2018) and
+    RL^2's bandits: the first object the agent picks up ends the episode, a success (reward as
+    above) iff it is the goal's object, else a failure (``OUTCOME_WRONG`` = 3 in the outcome
+    channel). The next episode's first observation shows the object picked in the agent's
+    own cell (where the view shows what the agent carries): the choice and, with the outcome
+    channel, its result arrive together, as RL^2 feeds its agent the previous action and
+    reward. Every episode re-places the objects and the agent, so what carries over is the
+    object's identity, not its cell: a memoryless policy succeeds in ~1 / (1 + distractors) of
+    every episode, a meta-learner that remembers which object paid (or did not) approaches 1
+    from the trial's second or third episode on. Only for tasks whose goal is AgentHold of a
+    placed object (``goal_kinds="agent_hold"``, ``depth=0``; a given benchmark's goals are
+    checked in ``validate_params``).
+
+    ``episode_steps`` sets the default ``params.episode_steps`` (default ``3 * H * W``, as
+    :class:`XLand`); the trial's limit defaults to ``episodes_per_trial`` times it.
     """
 
     SPLITS = ("", "train", "test")
@@ -486,6 +507,8 @@ class XLandTrials(XLand):
         task_seed: int = 0,
         goal_kinds: str = "all",
         observe_outcome: bool = False,
+        commit_pickup: bool = False,
+        episode_steps: int | None = None,
     ):
         # XLand's arguments spelled out (no **kwargs): the registry reads the signature to
         # tell constructor arguments from params and which envs take split= (hordax eval)
@@ -507,8 +530,19 @@ class XLandTrials(XLand):
         )
         if split and self.generate_tasks:
             raise ValueError(f"split={split!r}: generated tasks (generate=True) have no split")
+        if commit_pickup and (goal_kinds != "agent_hold" or depth != 0):
+            raise ValueError(
+                f"commit_pickup=True with goal_kinds={goal_kinds!r}, depth={depth!r}: a pick-up "
+                "commits only where the goal is holding a placed object (goal_kinds='agent_hold', "
+                "depth=0)"
+            )
+        if episode_steps is not None:
+            if not isinstance(episode_steps, int) or episode_steps < 1:
+                raise ValueError(f"episode_steps={episode_steps!r}: must be an int >= 1")
+            self.default_max_steps = episode_steps
         self.episodes_per_trial = episodes_per_trial
         self.observe_outcome = bool(observe_outcome)
+        self.commit_pickup = bool(commit_pickup)
         self.obs_channels = 3 if self.observe_outcome else 2  # GridEnv.observation_space
         if benchmark is None:
             benchmark = make_benchmark(jax.random.key(1), num_tasks, *self.gen_args)
@@ -534,25 +568,32 @@ class XLandTrials(XLand):
         task = self.task(k_task, params)
         returns = jnp.zeros(self.episodes_per_trial, jnp.float32)
         zero = jnp.int32(0)
-        state = TrialState(self.build(k_ep, task), task, zero, zero, returns, zero)
+        no_pick = jnp.zeros(2, jnp.uint8)
+        state = TrialState(self.build(k_ep, task), task, zero, zero, returns, zero, no_pick)
         return self.observe(key, state, None, params), state
 
     def step_env(self, key, state: TrialState, action, params: TrialParams):
         ep = self.transition(state.episode, action)
         ep = ep.replace(time=ep.time + 1)
+        held = ep.carry
         success = rules.check_goal(ep.goal, ep.grid, ep.agent_pos, ep.carry)
         horizon = jnp.asarray(params.episode_steps, jnp.float32)
         reward = jnp.where(success, 1.0 - 0.9 * ep.time.astype(jnp.float32) / horizon, 0.0)
-        episode_done = success | (ep.time >= params.episode_steps)
+        # commit_pickup: the first pick-up ends the episode (hands were empty: a pick-up
+        # always ends it, so no episode starts with a carried object)
+        wrong = (ep.carry[0] != world.EMPTY) & ~success if self.commit_pickup else False
+        episode_done = success | wrong | (ep.time >= params.episode_steps)
         fresh = self.build(key, state.task)
         ep = jax.tree.map(lambda a, b: jnp.where(episode_done, a, b), fresh, ep)
         index = state.episode_index + episode_done.astype(jnp.int32)
         last = self.episodes_per_trial - 1
         returns = state.returns.at[jnp.minimum(state.episode_index, last)].add(reward)
-        outcome = jnp.where(
-            episode_done, jnp.where(success, OUTCOME_SUCCESS, OUTCOME_TIMEOUT), OUTCOME_NONE
-        ).astype(jnp.int32)
-        new = TrialState(ep, state.task, index, state.time + 1, returns, outcome)
+        ended_as = jnp.where(
+            success, OUTCOME_SUCCESS, jnp.where(wrong, OUTCOME_WRONG, OUTCOME_TIMEOUT)
+        )
+        outcome = jnp.where(episode_done, ended_as, OUTCOME_NONE).astype(jnp.int32)
+        picked = jnp.where(episode_done & (held[0] != world.EMPTY), held, jnp.uint8(0))
+        new = TrialState(ep, state.task, index, state.time + 1, returns, outcome, picked)
         success_f = success.astype(jnp.float32)
         metrics = {
             "success": success_f,
@@ -560,6 +601,7 @@ class XLandTrials(XLand):
         }
         for k in range(self.episodes_per_trial):
             metrics[f"return_episode_{k}"] = returns[k]
+        metrics["return_gain"] = returns[last] - returns[0]
         info = {"metrics": metrics, "reward_terms": {"success": success_f}}
         obs = self.observe(key, new, action, params)
         terminated = index >= self.episodes_per_trial
@@ -567,6 +609,10 @@ class XLandTrials(XLand):
 
     def observe(self, key, state, action, params):
         view = super().observe(key, state.episode, action, params)
+        if self.commit_pickup:  # the object just committed to, where the view shows the hands
+            me = view[self.view_size - 1, self.view_size // 2]
+            shown = jnp.where(state.picked[0] != world.EMPTY, state.picked, me)
+            view = view.at[self.view_size - 1, self.view_size // 2].set(shown)
         if not self.observe_outcome:
             return view
         flag = jnp.broadcast_to(state.outcome.astype(view.dtype), view.shape[:-1] + (1,))
@@ -591,4 +637,10 @@ class XLandTrials(XLand):
                 f"params.benchmark holds rules {tuple(b.rules.shape[1:])} and init_tiles "
                 f"{tuple(b.init_tiles.shape[1:])}; this env needs "
                 f"({self.num_rules}, 7) and ({self.num_objects}, 2) (same depth/distractors)"
+            )
+        kinds = np.unique(np.asarray(b.goals)[..., 0])
+        if self.commit_pickup and not np.array_equal(kinds, [rules.G_AGENT_HOLD]):
+            raise ValueError(
+                f"params.benchmark.goals holds goal kinds {kinds.tolist()}; commit_pickup=True "
+                f"needs AgentHold ({rules.G_AGENT_HOLD}) goals only"
             )

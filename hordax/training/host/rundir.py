@@ -58,6 +58,29 @@ def run_files(run_dir: str) -> list[str]:
     return [n for n in RUN_FILES if os.path.lexists(os.path.join(run_dir, n))]
 
 
+#: The overrides a run was started with (written once, at a fresh start; read to resume it
+#: and by ``hordax suite`` to tell its own runs).
+OVERRIDES_FILE = "overrides.json"
+
+
+def read_overrides(run_dir: str) -> list[str]:
+    """The overrides the run in ``run_dir`` was started with; :class:`RunDirError` naming the
+    file if it is missing, unreadable or not a JSON list of strings."""
+    path = os.path.join(run_dir, OVERRIDES_FILE)
+    if not os.path.isfile(path):
+        raise RunDirError(f"no hordax run there ({path} is missing)")
+    try:
+        with open(path) as f:
+            stored = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunDirError(
+            f"{path} is unreadable ({e}); it should be a JSON list of overrides"
+        ) from None
+    if not isinstance(stored, list) or not all(isinstance(o, str) for o in stored):
+        raise RunDirError(f"{path} is not a JSON list of override strings")
+    return stored
+
+
 def check_free(run_dir: str, overwrite: bool, key: str = "hydra.run.dir") -> None:
     """Raise :class:`RunDirError` if ``run_dir`` holds a run and ``overwrite`` is false."""
     found = run_files(run_dir)

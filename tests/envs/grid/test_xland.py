@@ -256,7 +256,8 @@ def test_trials__same_hidden_task_across_episodes():
 @pytest.mark.timeout(120)
 def test_trials__per_episode_returns_and_held_out_split():
     """``return_episode_k`` on a trial's last step is the reward summed over its episode
-    ``k`` (random play on a small room, so episodes succeed); ``split=train/test`` draw
+    ``k`` (random play on a small room, so episodes succeed), ``return_gain`` the last
+    episode's minus the first's; ``split=train/test`` draw
     trials from disjoint parts of the benchmark; the trial, not the episode, terminates."""
     kw = dict(height=5, width=5, depth=0, num_distractor_rules=0, num_distractor_objects=0)
     env = xland.XLandTrials(episodes_per_trial=3, num_tasks=40, **kw)
@@ -277,6 +278,8 @@ def test_trials__per_episode_returns_and_held_out_split():
         want = np.where(in_trial & (idx == k), r, 0.0).sum(axis=1)
         got = np.asarray(m[f"return_episode_{k}"])[rows, end]
         np.testing.assert_allclose(got, want, rtol=1e-6)
+    gain = np.asarray(m["return_episode_2"]) - np.asarray(m["return_episode_0"])
+    np.testing.assert_allclose(np.asarray(m["return_gain"]), gain, atol=1e-6)
     assert (np.where(in_trial, r, 0.0) > 0).sum() > 20  # the check saw real rewards
 
     # held-out tasks: trials draw from params.benchmark (test_trials__same_hidden_task...)
@@ -335,6 +338,67 @@ def test_trials__observe_outcome_channel():
     assert (want == 1).sum() > 5 and (want == 2).sum() > 5  # both outcomes were seen
 
 
+@pytest.mark.timeout(120)
+def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
+    """``commit_pickup=True`` (the registered Harlow id): an episode ends exactly when the
+    agent picks up an object, a success iff it is the goal's object (outcome 1, reward as
+    usual), else a failure (outcome 3, reward 0); time-outs stay outcome 2; the hands are
+    empty in every new episode, whose first view shows the object picked in the agent's
+    cell. Random play picks the goal in about 1 of 2 commits (Harlow's two objects)."""
+    import hordax
+
+    env, params = hordax.make("Grid-XLand-Trials-Harlow-R1-7x7-v0")
+    assert env.commit_pickup and env.observation_space(params).shape == (5, 5, 3)
+    assert (params.episode_steps, params.max_steps_in_episode) == (20, 80)
+
+    def record(s, s2, obs, a, k, r, term, info):
+        ep = s.episode
+        front = world.get_cell(ep.grid, world.front_pos(ep.agent_pos, ep.agent_dir))
+        picked = (a == PICK) & (jnp.asarray(world.PICKABLE)[front[0]]) & (ep.carry[0] == 0)
+        is_goal = (front[0] == ep.goal[1]) & (front[1] == ep.goal[2])
+        ended = s2.episode_index - s.episode_index
+        me = obs[4, 2, :2]  # the agent's own view cell
+        return picked, is_goal, r, ended, obs[0, 0, 2], s2.episode.carry, s.episode.time, me, front
+
+    trial = random_trial(env, params, 60, record)
+    _, out = jax.jit(jax.vmap(trial))(jax.random.split(jax.random.key(2), 128))
+    picked, is_goal, r, ended, flag, carry, t, me, front = map(np.asarray, out)
+    live = np.cumsum(np.concatenate([np.zeros_like(ended[:, :1]), ended[:, :-1]], 1), 1) < 4
+    picked, is_goal, r, ended, flag, me, front = (
+        x[live] for x in (picked, is_goal, r, ended, flag, me, front)
+    )
+    # the next episode's first view shows the object picked where it shows the hands
+    np.testing.assert_array_equal(me[picked], front[picked])
+    assert (me[~picked] == [world.FLOOR, 0]).all()
+    assert (carry[live] == 0).all()  # a pick-up always ends the episode
+    timeout = (t[live] + 1 >= params.episode_steps) & ~picked
+    np.testing.assert_array_equal(ended, (picked | timeout).astype(ended.dtype))
+    np.testing.assert_array_equal(r > 0, picked & is_goal)
+    want = np.where(picked, np.where(is_goal, 1, 3), np.where(timeout, 2, 0))
+    np.testing.assert_array_equal(flag, want)
+    rate = (picked & is_goal).sum() / picked.sum()
+    assert picked.sum() > 60 and 0.35 < rate < 0.65, (picked.sum(), rate)
+    # without the option a wrong pick-up is only a step: outcome 3 never appears
+    plain = xland.XLandTrials(
+        height=7,
+        width=7,
+        depth=0,
+        num_distractor_rules=0,
+        goal_kinds="agent_hold",
+        num_tasks=64,
+        observe_outcome=True,
+        episode_steps=20,
+    )
+    p2 = plain.default_params
+    _, out = jax.jit(jax.vmap(random_trial(plain, p2, 60, record)))(
+        jax.random.split(jax.random.key(2), 64)
+    )
+    assert not (np.asarray(out[4]) == 3).any() and (np.asarray(out[5]) != 0).any()
+    held = np.asarray(out[5])
+    hands = np.where(held[..., :1] == 0, np.array([world.FLOOR, 0], held.dtype), held)
+    np.testing.assert_array_equal(np.asarray(out[7]), hands)  # the plain view of the hands
+
+
 def test_xland__bad_config_errors():
     """Too small grids, unknown room counts and mismatched benchmarks are named."""
     with pytest.raises(ValueError, match="rooms=3"):
@@ -347,6 +411,19 @@ def test_xland__bad_config_errors():
     other = xland.make_benchmark(jax.random.key(0), 8, depth=3)
     with pytest.raises(ValueError, match="params.benchmark holds rules"):
         env.validate_params(env.default_params.replace(benchmark=other))
+    # commit_pickup: only where holding a placed object is the goal
+    with pytest.raises(ValueError, match="commit_pickup=True with goal_kinds='all'"):
+        xland.XLandTrials(commit_pickup=True, depth=0)
+    with pytest.raises(ValueError, match="depth=1"):
+        xland.XLandTrials(commit_pickup=True, goal_kinds="agent_hold", depth=1)
+    with pytest.raises(ValueError, match="episode_steps=0"):
+        xland.XLandTrials(episode_steps=0)
+    kw = dict(depth=0, num_distractor_rules=0, num_distractor_objects=2, num_tasks=8)
+    env = xland.XLandTrials(commit_pickup=True, goal_kinds="agent_hold", **kw)
+    mixed = xland.make_benchmark(jax.random.key(0), 64, 0, 0, 2, "all")
+    with pytest.raises(ValueError, match="commit_pickup=True needs AgentHold"):
+        env.validate_params(env.default_params.replace(benchmark=mixed))
+    env.validate_params(env.default_params)
 
 
 def test_make_benchmark_command(tmp_path, capsys):
