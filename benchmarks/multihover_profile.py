@@ -1,0 +1,108 @@
+"""Failure profile of a saved Aerial-MultiHover-v0 run from greedy evaluation trajectories.
+
+``python benchmarks/multihover_profile.py RUN_DIR [--episodes 128] [--member 0]``
+
+Plays the first ``--episodes`` evaluation episodes of ``hordax eval`` (same keys, greedy
+actions) with ``hordax.training.evaluation``'s trajectory runner and prints where the team
+success (``all_success``: every drone flying and within ``success_radius`` at the episode's
+end) is lost: crashes by cause (collision or other), where and when the collisions happen,
+how close the flying drones end, and how the all-within fraction grows over the episode
+(does the horizon leave time to settle after the crossing?). Results: benchmarks/RESULTS.md
+section 18.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import jax
+import numpy as np
+
+from hordax.training.ensemble.members import load_config
+from hordax.training.evaluation.episodes import make_trajectory
+from hordax.training.evaluation.run import Evaluator, _member, eval_env, load_saved
+
+
+def trajectories(run_dir: str, episodes: int, member: int):
+    """``(states [T, V], params)``: the env states of the first ``episodes`` eval episodes."""
+    tc = load_config(run_dir)
+    env, ep, _ = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), "")
+    ev = Evaluator(tc, env, ep, episodes, tc.seed)
+    group = ev.groups(load_saved(os.path.join(run_dir, "params.msgpack")))[0]
+    traj = make_trajectory(env, ep, group.policy, int(ep.max_steps_in_episode))
+    states, _ = jax.device_get(traj(*_member(group.members, member), ev.keys))
+    return states, ep
+
+
+def profile(states, ep) -> None:
+    pos = np.asarray(states.quad.pos)  # f32[T, V, n, 3]
+    goal = np.asarray(states.goal)[0]  # f32[V, n, 3]
+    crashed = np.asarray(states.crashed)  # bool[T, V, n]: crashed before step t
+    steps, num_eps, n = pos.shape[:3]
+    radius = float(ep.success_radius)
+    dist = np.linalg.norm(pos - goal[None], axis=-1)  # [T, V, n]
+    center = np.asarray(ep.center)
+    final_crash = crashed[-1]
+    flying = ~final_crash
+    print(
+        f"{num_eps} episodes, {n} agents, {steps} steps: agents crashed {final_crash.mean():.3f},"
+        f" episodes with a crash {final_crash.any(1).mean():.3f}"
+    )
+    gap = np.linalg.norm(pos[:, :, :, None] - pos[:, :, None], axis=-1) + 99.0 * np.eye(n)
+    first = np.argmax(crashed, axis=0)  # [V, n]: first t at which the state is crashed
+    coll_r, coll_dz, coll_t, other = [], [], [], 0
+    for v, i in zip(*np.nonzero(final_crash), strict=True):
+        t = first[v, i]
+        j = int(np.argmin(gap[t, v, i]))
+        if gap[t, v, i, j] <= float(ep.collision_distance) + 1e-3:
+            coll_r.append(np.linalg.norm(pos[t, v, i, :2] - center[:2]))
+            coll_dz.append(abs(pos[t, v, i, 2] - pos[t, v, j, 2]))
+            coll_t.append(t - 1)
+        else:
+            other += 1
+    if coll_t:
+        print(
+            f"crashes: {len(coll_t)} by collision (median step {np.median(coll_t):.0f}, median"
+            f" {np.median(coll_r):.2f} m from the ring's centre, |dz| {np.median(coll_dz):.2f} m),"
+            f" {other} otherwise"
+        )
+    else:
+        print(f"crashes: 0 by collision, {other} otherwise")
+    d_end = dist[-1][flying]
+    print(
+        f"flying agents at the end: {d_end.mean():.3f} m from the goal, within {radius} m"
+        f" {np.mean(d_end < radius):.3f}"
+    )
+    within = (dist < radius) & ~crashed  # [T, V, n]
+    marks = sorted({*range(100, steps, 50), steps - 1})
+    print(
+        "all agents within (fraction of episodes) by step: "
+        + ", ".join(f"{t}: {np.all(within[t], axis=1).mean():.3f}" for t in marks)
+    )
+    reached = flying & (dist < radius).any(0)
+    first_in = np.argmax(dist < radius, axis=0)[reached]
+    print(
+        f"first step within {radius} m (flying agents): median {np.median(first_in):.0f},"
+        f" 90th percentile {np.percentile(first_in, 90):.0f};"
+        f" never {np.mean(flying & ~reached):.3f}"
+    )
+    z = pos[..., 2] - center[2]
+    print(
+        f"altitude split at step 100 (std over agents): {np.std(z[100], axis=1).mean():.3f} m;"
+        f" closest pass to the centre (flying agents, median):"
+        f" {np.median(np.linalg.norm(pos[..., :2] - center[:2], axis=-1).min(0)[flying]):.3f} m"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("--episodes", type=int, default=128)
+    ap.add_argument("--member", type=int, default=0, help="population member")
+    a = ap.parse_args()
+    profile(*trajectories(a.run_dir, a.episodes, a.member))
+
+
+if __name__ == "__main__":
+    main()
