@@ -458,3 +458,24 @@ def test_checkpoint__no_checkpoint_yet_and_foreign_checkpoints_are_named(tmp_pat
     with pytest.raises(CheckpointError, match=r"already holds checkpoints \[1\] of another run"):
         again.start({}, {}, "bbbb")
     again.close()
+
+
+@pytest.mark.timeout(300)
+def test_checkpoint__state_with_empty_arrays_saves_and_resumes(tmp_path):
+    """A grid env's state holds an array with no elements (DoorKey's rule table, [0, 7]),
+    which orbax refuses to save: every checkpointed DoorKey run died at its first
+    checkpoint ("Cannot save arrays with zero size"). It now saves, and a run resumed from
+    its chunk-3 checkpoint ends with the uninterrupted run's params."""
+    run_dir = tmp_path / "dk"
+    args = [
+        "env=Grid-DoorKey-8x8-v0", "trainer.num_envs=8", "trainer.rollout_length=16",
+        "trainer.total_env_steps=512", "trainer.num_chunks=4", "checkpoint.every=1",
+        "eval.episodes=0", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    whole = _cli(args, tmp_path)
+    for name in ("summary.json", "params.msgpack"):
+        (run_dir / name).unlink()
+    shutil.rmtree(run_dir / "checkpoints" / "4")
+    again = _cli([f"resume={run_dir}"], tmp_path)
+    assert again["resumed_from_chunk"] == 3
+    assert again["params_checksum"] == whole["params_checksum"]

@@ -27,12 +27,14 @@ PRNG key arrays are stored as their raw ``uint32`` data and re-wrapped on restor
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from hordax import strict_json
@@ -88,31 +90,47 @@ def _is_key(x: Any) -> bool:
     return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
+def _is_empty(x: Any) -> bool:
+    return not _is_key(x) and math.prod(x.shape) == 0
+
+
 def to_saveable(tree: Any) -> Any:
-    """Typed PRNG keys -> their ``uint32`` key data (orbax stores plain arrays)."""
-    return jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+    """Typed PRNG keys -> their ``uint32`` key data (orbax stores plain arrays); arrays with
+    no elements (a grid env's empty rule table, ``[0, 7]``) -> one zero of their dtype, as
+    orbax refuses zero-size arrays (their shape is the abstract state's on restore)."""
+
+    def leaf(x: Any) -> Any:
+        if _is_key(x):
+            return jax.random.key_data(x)
+        return jnp.zeros((1,), x.dtype) if _is_empty(x) else x
+
+    return jax.tree.map(leaf, tree)
 
 
 def from_saveable(tree: Any, like: Any) -> Any:
-    """Inverse of :func:`to_saveable`, using ``like`` (the abstract state) to find keys."""
-    return jax.tree.map(
-        lambda x, ref: (
-            jax.random.wrap_key_data(x)  # the default impl, as at save time
-            if _is_key(ref)
-            else x
-        ),
-        tree,
-        like,
-    )
+    """Inverse of :func:`to_saveable`, using ``like`` (the abstract state) to find keys and
+    the shapes of the arrays with no elements."""
+
+    def leaf(x: Any, ref: Any) -> Any:
+        if _is_key(ref):
+            return jax.random.wrap_key_data(x)  # the default impl, as at save time
+        return x[:0].reshape(ref.shape) if _is_empty(ref) else x
+
+    return jax.tree.map(leaf, tree, like)
 
 
 def abstract_saveable(abstract_state: Any, shardings: Any | None = None) -> Any:
-    """``ShapeDtypeStruct`` tree of what is stored (keys as ``uint32`` data)."""
+    """``ShapeDtypeStruct`` tree of what is stored (keys as ``uint32`` data, arrays with no
+    elements as one element, replicated)."""
 
     def leaf(x: Any, sharding: Any = None) -> Any:
         if _is_key(x):
             data = jax.eval_shape(jax.random.key_data, x)
             return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=sharding)
+        if _is_empty(x):
+            if sharding is not None and hasattr(sharding, "mesh"):
+                sharding = jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec())
+            return jax.ShapeDtypeStruct((1,), x.dtype, sharding=sharding)
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
 
     if shardings is None:
