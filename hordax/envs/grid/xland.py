@@ -581,7 +581,7 @@ class XLandTrials(XLand):
         reward = jnp.where(success, 1.0 - 0.9 * ep.time.astype(jnp.float32) / horizon, 0.0)
         # commit_pickup: the first pick-up ends the episode (hands were empty: a pick-up
         # always ends it, so no episode starts with a carried object)
-        wrong = (ep.carry[0] != world.EMPTY) & ~success if self.commit_pickup else False
+        wrong = (held[0] != world.EMPTY) & ~success if self.commit_pickup else False
         episode_done = success | wrong | (ep.time >= params.episode_steps)
         fresh = self.build(key, state.task)
         ep = jax.tree.map(lambda a, b: jnp.where(episode_done, a, b), fresh, ep)
@@ -638,8 +638,8 @@ class XLandTrials(XLand):
                 f"{tuple(b.init_tiles.shape[1:])}; this env needs "
                 f"({self.num_rules}, 7) and ({self.num_objects}, 2) (same depth/distractors)"
             )
-        kinds = np.unique(np.asarray(b.goals)[..., 0])
-        if self.commit_pickup and not np.array_equal(kinds, [rules.G_AGENT_HOLD]):
+        kinds = np.unique(np.asarray(b.goals)[..., 0]) if self.commit_pickup else None
+        if kinds is not None and not np.array_equal(kinds, [rules.G_AGENT_HOLD]):
             raise ValueError(
                 f"params.benchmark.goals holds goal kinds {kinds.tolist()}; commit_pickup=True "
                 f"needs AgentHold ({rules.G_AGENT_HOLD}) goals only"

@@ -378,18 +378,8 @@ def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
     np.testing.assert_array_equal(flag, want)
     rate = (picked & is_goal).sum() / picked.sum()
     assert picked.sum() > 60 and 0.35 < rate < 0.65, (picked.sum(), rate)
-    # without the option a wrong pick-up is only a step: outcome 3 never appears
-    plain = xland.XLandTrials(
-        height=7,
-        width=7,
-        depth=0,
-        num_distractor_rules=0,
-        goal_kinds="agent_hold",
-        num_tasks=64,
-        observe_outcome=True,
-        episode_steps=20,
-    )
-    p2 = plain.default_params
+    # the same id without the option: a wrong pick-up is only a step, outcome 3 never appears
+    plain, p2 = hordax.make("Grid-XLand-Trials-Harlow-R1-7x7-v0", commit_pickup=False)
     _, out = jax.jit(jax.vmap(random_trial(plain, p2, 60, record)))(
         jax.random.split(jax.random.key(2), 64)
     )
