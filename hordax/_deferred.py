@@ -4,15 +4,17 @@
 gymnax's ``__init__``, which imports every gymnax environment, and some of those import
 ``seaborn`` (and with it ``scipy.stats`` and ``pandas``) and ``matplotlib.pyplot`` at module
 level, for their ``render`` methods only. That was about half of the start-up time of every
-``hordax`` command and test process (``python -X importtime -c "import hordax.envs"``: 6.0 s
-before, 3.2 s after, at load average 6 on 2 cores). :func:`defer` puts a stand-in for such a
-module into ``sys.modules``; the real module is imported the first time any attribute of the
-stand-in is read (``sns.color_palette(...)`` in a gymnax renderer, or your own ``import
-seaborn as sns; sns.lineplot(...)``); from then on ``sys.modules`` holds the real module, and
-a name bound to the stand-in before sees the real module's attributes.
-The stand-in carries the real module's ``__spec__``, so ``import`` statements take it as
-already imported (the standard library's ``importlib.util.LazyLoader`` does not help here: on
-Python 3.11 the ``import`` statement itself reads ``__spec__`` and so loads the module).
+``hordax`` command and test process (``import hordax.envs``: 5.5-6.3 s before, 2.4-3.1 s
+after, three runs each at load average 6.5 on 2 cores; README, Development).
+
+:func:`defer` puts a stand-in for such a module into ``sys.modules``; the real module is
+imported the first time any attribute of the stand-in is read (``sns.color_palette(...)`` in
+a gymnax renderer, or your own ``import seaborn as sns; sns.lineplot(...)``); from then on
+``sys.modules`` holds the real module, and a name bound to the stand-in before sees the real
+module's attributes. The stand-in carries the real module's ``__spec__``, so ``import``
+statements take it as already imported (the standard library's ``importlib.util.LazyLoader``
+does not help here: on Python 3.11 the ``import`` statement itself reads ``__spec__`` and so
+loads the module).
 """
 
 from __future__ import annotations
