@@ -507,6 +507,7 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
     ``[]`` if none. Equal overrides compose to another config when a tuned file or a
     default changed since the run; ``hordax suite`` must not reuse such a run."""
     from omegaconf import OmegaConf
+    from yaml import YAMLError
 
     from hordax.training.host.checkpoint import compat_config
 
@@ -516,7 +517,7 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
 
     try:
         saved = flat(OmegaConf.load(os.path.join(run_dir, "config.yaml")))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, YAMLError) as e:
         return [f"config.yaml unreadable ({e})"]
     now = flat(_compose_train(overrides, ["progress=false"]))
     return [

@@ -172,3 +172,15 @@ def test_validate_suite__names_the_key(cfg, names):
     with pytest.raises(ValueError) as e:
         validate_suite(cfg)
     assert names in str(e.value)
+
+
+def test_run_config_changes__unreadable_config_is_a_change(tmp_path):
+    """A run whose config.yaml is missing or not YAML is never taken as unchanged (the suite
+    then refuses it in one line instead of a traceback)."""
+    from hordax.training.cli import run_config_changes
+
+    missing = run_config_changes(["env=CartPole-v1"], str(tmp_path))
+    assert len(missing) == 1 and missing[0].startswith("config.yaml unreadable (")
+    (tmp_path / "config.yaml").write_text("env: [unclosed\n")
+    changed = run_config_changes(["env=CartPole-v1"], str(tmp_path))
+    assert len(changed) == 1 and changed[0].startswith("config.yaml unreadable (")
