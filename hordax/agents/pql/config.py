@@ -9,6 +9,7 @@ from hordax.agents.networks import validate_layers
 from hordax.validation import need
 
 PQL_MODES = ("sync", "parallel")
+PQL_PARALLEL_SCHEDULES = ("async", "serial")
 
 
 @dataclass
@@ -22,6 +23,11 @@ class PQLConfig:
     parallel: actor, V-learner and P-learner concurrently on their own devices (or
     asynchronously on one), ratios enforced by waiting and measured
     (``hordax.training.host.pql_parallel``; no populations, checkpoints or resume)."""
+    parallel_schedule: str = "async"
+    """Parallel mode: ``async`` (the roles run concurrently, which parameters a rollout or an
+    update sees depends on timing: not reproducible) or ``serial`` (one role at a time, the
+    next chosen by a fixed rule among the ready ones: one legal interleaving of the async
+    schedule, bitwise reproducible, slower; for debugging and reproducible tests)."""
     parallel_groups_per_call: int = 1
     """Parallel mode: groups of beta_pv critic updates per V-learner call, and actor updates
     per P-learner call (> 1 amortizes the host overhead per call; must divide the actor
@@ -86,6 +92,12 @@ def validate_pql(cfg: PQLConfig, num_envs: int, rollout_length: int) -> None:
     fin = math.isfinite
     need(
         cfg.mode in PQL_MODES, "agent.mode", repr(cfg.mode), f"allowed values are {list(PQL_MODES)}"
+    )
+    need(
+        cfg.parallel_schedule in PQL_PARALLEL_SCHEDULES,
+        "agent.parallel_schedule",
+        repr(cfg.parallel_schedule),
+        f"allowed values are {list(PQL_PARALLEL_SCHEDULES)}",
     )
     for k in ("actor_lr", "critic_lr", "max_grad_norm", "reward_scale"):
         v = getattr(cfg, k)

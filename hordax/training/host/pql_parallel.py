@@ -42,8 +42,16 @@ measured at every chunk boundary (``ratio_av = Nc / C``, ``ratio_pv = Nc / Na``)
 end of collection, next to each role's busy and waiting time, in ``metrics.jsonl`` and the
 JSON summary.
 
-Not a pure ``train(key)`` (three host threads), and not bitwise deterministic: which
-actor parameters a rollout uses and which critic an actor update sees depend on timing.
+Not a pure ``train(key)`` (three host threads), and with ``agent.parallel_schedule=async``
+(the default) not bitwise deterministic: which actor parameters a rollout uses and which
+critic an actor update sees depend on timing. ``agent.parallel_schedule=serial`` runs one
+role at a time: when every unfinished role waits, the first ready one in
+:data:`SERIAL_ORDER` goes (P-learner, V-learner, actor: critic and actor updates alternate
+as in the synchronous trainer, and the actor collects once the learners have done all the
+updates its data is owed). That is one of the interleavings the async schedule allows, so
+the same programs, hand-overs and counts run, and a run is reproducible bit for bit (for
+debugging, and for tests that must not depend on the machine's timing); it gives up the
+overlap.
 Not supported (clear errors in :func:`hordax.training.trainers.validate`): populations,
 checkpoints and resume; ``mesh`` settings are not used. The host loop
 (:mod:`hordax.training.host.loop`) runs it through :class:`ParallelDriver`.
@@ -71,6 +79,7 @@ from hordax.training.host import sharding
 from hordax.training.trainers.pql import OffPolicyState, PQLTrainer, n_step_transitions
 
 ROLES = ("actor", "v_learner", "p_learner")
+SERIAL_ORDER = ("p_learner", "v_learner", "actor")  # agent.parallel_schedule=serial: priority
 
 
 class _AbortError(Exception):
@@ -95,6 +104,8 @@ class _Shared:
     last_v: Any = None  # newest critic-update metrics
     last_p: Any = None  # newest actor-update metrics
     error: BaseException | None = None
+    waiting: dict = field(default_factory=dict)  # serial schedule: role -> its ready() test
+    done: set = field(default_factory=set)  # roles whose loop has ended
     busy_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
     wait_s: dict = field(default_factory=lambda: dict.fromkeys(ROLES, 0.0))
 
@@ -154,6 +165,7 @@ class ParallelPQL:
         self.num_rollouts, self.chunk_rollouts = int(num_rollouts), int(chunk_rollouts)
         self.devices = dict(zip(ROLES, sharding.pql_role_devices(devices), strict=True))
         self.k = int(self.acfg.parallel_groups_per_call)  # units of work per learner call
+        self.serial = self.acfg.parallel_schedule == "serial"
         self.group = int(self.acfg.beta_pv) * self.k  # critic updates per V-learner call
         self.critic_total = trainer.critic_updates * self.num_rollouts
         self.actor_total = self.critic_total // int(self.acfg.beta_pv)
@@ -196,11 +208,28 @@ class ParallelPQL:
     def _wait(self, sh: _Shared, role: str, ready: Callable[[], bool]) -> None:
         t0 = time.perf_counter()
         with sh.cond:
-            while sh.error is None and not ready():
+            if self.serial:
+                sh.waiting[role] = ready
+                sh.cond.notify_all()
+            while sh.error is None and not self._may_go(sh, role, ready):
                 sh.cond.wait(timeout=1.0)
+            sh.waiting.pop(role, None)
             if sh.error is not None:
                 raise _AbortError
         sh.wait_s[role] += time.perf_counter() - t0
+
+    def _may_go(self, sh: _Shared, role: str, ready: Callable[[], bool]) -> bool:
+        """Under ``sh.cond``: may ``role`` start its next step. Async: when it is ready.
+        Serial: when no role is running (every unfinished role waits) and ``role`` is the
+        first ready one in :data:`SERIAL_ORDER`."""
+        if not self.serial:
+            return ready()
+        if any(r not in sh.waiting and r not in sh.done for r in ROLES):
+            return False  # a role is running (or has not reached its first wait yet)
+        first = next((r for r in SERIAL_ORDER if r in sh.waiting and sh.waiting[r]()), None)
+        if first is None:  # cannot happen with the ratio rules above; fail, don't hang
+            raise RuntimeError(f"parallel schedule: no role can go (waiting: {sorted(sh.waiting)})")
+        return first == role
 
     def _busy(self, sh: _Shared, role: str, fn: Callable[..., Any], *args: Any) -> Any:
         t0 = time.perf_counter()
@@ -217,6 +246,10 @@ class ParallelPQL:
             except BaseException as e:  # noqa: BLE001 (re-raised by the host thread)
                 with sh.cond:
                     sh.error = sh.error or e
+                    sh.cond.notify_all()
+            finally:
+                with sh.cond:
+                    sh.done.add(role)
                     sh.cond.notify_all()
 
         return target
