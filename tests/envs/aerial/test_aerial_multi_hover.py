@@ -178,6 +178,7 @@ def test_multi_hover__separation_penalty_by_hand():
         env.validate_params(params.replace(separation_radius=0.0))
 
 
+@pytest.mark.timeout(60)
 def test_multi_hover__separation_horizon_penalizes_a_collision_course_before_it_is_near():
     """Agents 0 and 1 fly head-on at 1 m/s each, 2 m apart; agents 2 and 3 fly apart,
     0.8 m apart. With ``separation_horizon`` 0 only 2 and 3 (near now) pay; with 1.5 s
