@@ -128,6 +128,26 @@ def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
     return out
 
 
+def run_dir_override(args: list[str]) -> list[str]:
+    """``hordax train run_dir=DIR`` -> ``hydra.run.dir=DIR`` (the directory the run writes
+    to is hydra's; ``run_dir`` is also the typed config's key, which the CLI fills with
+    hydra's directory, so without this the value would be silently replaced). Given
+    together with a different ``hydra.run.dir``, or a ``resume`` directory other than DIR,
+    it is refused with one line naming both."""
+    run_dir = _override(args, "run_dir")
+    rest = [a for a in args if not a.lstrip("+").startswith("run_dir=")]
+    if not run_dir:
+        return rest
+    for key in ("hydra.run.dir", "resume"):
+        other = _override(args, key)
+        if other and os.path.normpath(other) != os.path.normpath(run_dir):
+            _fail(
+                f"run_dir={run_dir}: conflicts with {key}={other} (the run's directory: "
+                "give one of them)"
+            )
+    return [*rest, f"hydra.run.dir={run_dir}"]
+
+
 def resume_overrides(args: list[str]) -> list[str]:
     """``resume=DIR`` -> the overrides that run was started with, then ``args``, and
     ``hydra.run.dir=DIR`` (the resumed run continues in its own directory)."""
@@ -591,7 +611,7 @@ def main(argv: list[str] | None = None) -> None:
 
     cfg_dir = config_dir()
     if command == "train":
-        rest = rewrite_env_override(resume_overrides(rest), cfg_dir)
+        rest = rewrite_env_override(resume_overrides(run_dir_override(rest)), cfg_dir)
         primary = True
         if _wants_distributed(rest):
             _init_distributed()

@@ -79,6 +79,10 @@ BAD_INPUT = [
     ),
     (["mesh.data=3"], "mesh.data=3: must divide trainer.num_envs=4"),
     (["resume=/no/such/run"], "resume=/no/such/run: no hordax run there"),
+    (
+        ["run_dir=runs/a", "hydra.run.dir=runs/b"],
+        "run_dir=runs/a: conflicts with hydra.run.dir=runs/b (the run's directory: give one",
+    ),
     (["trainer.num_envs"], "Error parsing override 'trainer.num_envs'"),
     # agent=pqn (moved here from tests/agents/test_pqn.py: one driver process for all)
     (["agent=pqn", "agent.q_lambda=1.5"], "agent.q_lambda=1.5: must be in [0, 1]"),
@@ -161,7 +165,9 @@ def _run_cli(args, cwd, timeout=400):
 
 
 def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path, monkeypatch):
-    """The last stdout line is the JSON summary; the run dir has config, metrics, params.
+    """The last stdout line is the JSON summary; the run dir has config, metrics, params;
+    ``run_dir=DIR`` is where it writes (the CLI once replaced it silently with hydra's
+    timestamped directory).
 
     The run also goes through ``distributed=true`` with one process: jax.distributed is
     initialized from the JAX_* variables before any JAX work."""
@@ -176,10 +182,12 @@ def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path, monkeypatch):
             "logger=wandb",
             "seed=4",
             "distributed=true",
+            f"run_dir={tmp_path / 'mine'}",
         ],
         tmp_path,
     )
     run_dir = Path(summary["run_dir"])
+    assert run_dir == tmp_path / "mine"
     assert {"config.yaml", "metrics.jsonl", "params.msgpack", "summary.json"} <= {
         p.name for p in run_dir.iterdir()
     }

@@ -48,11 +48,27 @@ class MultiHoverParams:
     # agents of max(0, 1 - gap / separation_radius) per step: a slope before the collision
     separation_penalty: jax.Array = 0.0
     separation_radius: jax.Array = 1.0  # m
+    # > 0: the gap above is the pair's predicted closest approach within this many seconds
+    # at their current velocities (a closing pair is penalized before it is near; 0 = the
+    # current gap)
+    separation_horizon: jax.Array = 0.0  # s
     # spawn attitude/velocity noise (as Hover)
     spawn_pos_range: jax.Array = struct.field(default_factory=lambda: jnp.zeros(3, jnp.float32))
     spawn_tilt: jax.Array = 0.2
     spawn_speed: jax.Array = 0.2
     spawn_rate: jax.Array = 0.2
+
+
+def closest_approach(rel_pos: jax.Array, rel_vel: jax.Array, params: MultiHoverParams):
+    """``f32[...]``: the smallest gap ``|p + v t|`` over ``t`` in ``[0, separation_horizon]``.
+
+    ``rel_pos``, ``rel_vel``: ``f32[..., 3]`` (the other drone's minus this one's); a pair
+    moving apart (or ``separation_horizon`` 0) gives the current gap ``|p|``.
+    """
+    speed2 = jnp.sum(rel_vel * rel_vel, axis=-1)
+    closing = -jnp.sum(rel_pos * rel_vel, axis=-1)  # > 0 when approaching
+    t = jnp.clip(closing / jnp.maximum(speed2, 1e-9), 0.0, params.separation_horizon)
+    return jnp.linalg.norm(rel_pos + t[..., None] * rel_vel, axis=-1)
 
 
 class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
@@ -70,7 +86,9 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
     - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
       ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
-      the other flying agents of ``max(0, 1 - gap / separation_radius)`` (off by default);
+      the other flying agents of ``max(0, 1 - gap / separation_radius)`` (off by default;
+      with ``separation_horizon`` > 0 the gap is the pair's predicted closest approach
+      within that many seconds at their current velocities);
       ``crash_reward`` on the step an agent crashes; 0 afterwards.
     - agent crash: below ground, farther than ``crash_distance`` from its goal, non-finite,
       or closer than ``collision_distance`` to another live agent (both crash).
@@ -147,11 +165,13 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         reward, terms, crashed_solo, distance = jax.vmap(setpoint_reward, (0, 0, 0, None))(
             quad, state.quad.pos, state.goal, params
         )
-        gap = jnp.linalg.norm(quad.pos[:, None] - quad.pos[None], axis=-1)
+        rel_pos = quad.pos[None] - quad.pos[:, None]  # [i, j]: x_j - x_i
+        gap = jnp.linalg.norm(rel_pos, axis=-1)
         both_live = live[:, None] & live[None, :] & ~jnp.eye(n, dtype=bool)
         collided = jnp.any(both_live & (gap < params.collision_distance), axis=1)
+        near = closest_approach(rel_pos, quad.vel[None] - quad.vel[:, None], params)
         crowding = jnp.sum(
-            jnp.where(both_live, jnp.maximum(0.0, 1.0 - gap / params.separation_radius), 0.0),
+            jnp.where(both_live, jnp.maximum(0.0, 1.0 - near / params.separation_radius), 0.0),
             axis=1,
         )
         reward = reward - params.separation_penalty * crowding
@@ -215,6 +235,11 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         if not np.all(np.isfinite(penalty)) or np.any(penalty < 0):
             raise ValueError(
                 f"params.separation_penalty={penalty.tolist()}: must be finite and >= 0"
+            )
+        horizon = np.asarray(params.separation_horizon, np.float64)
+        if not np.all(np.isfinite(horizon)) or np.any(horizon < 0):
+            raise ValueError(
+                f"params.separation_horizon={horizon.tolist()}: must be finite and >= 0"
             )
         for name in ("ring_radius", "collision_distance", "separation_radius"):
             v = np.asarray(getattr(params, name), np.float64)

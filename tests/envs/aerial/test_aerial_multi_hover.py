@@ -176,3 +176,37 @@ def test_multi_hover__separation_penalty_by_hand():
     np.testing.assert_allclose(np.asarray(r_off - r_on), expected, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="params.separation_radius"):
         env.validate_params(params.replace(separation_radius=0.0))
+
+
+@pytest.mark.timeout(60)
+def test_multi_hover__separation_horizon_penalizes_a_collision_course_before_it_is_near():
+    """Agents 0 and 1 fly head-on at 1 m/s each, 2 m apart; agents 2 and 3 fly apart,
+    0.8 m apart. With ``separation_horizon`` 0 only 2 and 3 (near now) pay; with 1.5 s
+    the closing pair pays for its predicted closest approach (about 0 m: they would
+    meet in about 1 s), the receding pair for its current gap, as a numpy reference
+    of ``min over t in [0, T] of |p + v t|`` gives from the stepped state."""
+    env, params, step = _env()
+    _, state = env.reset(KEY, params)
+    pos = jnp.array([[-1.0, 0.0, 2.0], [1.0, 0.0, 2.0], [0.0, 3.0, 2.0], [0.0, 3.8, 2.0]])
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(pos)
+    vel = jnp.array([[1.0, 0, 0], [-1.0, 0, 0], [0, -0.5, 0], [0, 0.5, 0]], jnp.float32)
+    state = state.replace(quad=quad.replace(vel=vel))
+    keep = jnp.array([[0.5, 0, 0, 0], [-0.5, 0, 0, 0], [0, -0.25, 0, 0], [0, 0.25, 0, 0]])
+    on = params.replace(separation_penalty=jnp.float32(4.0), separation_radius=jnp.float32(1.0))
+    _, nxt, r_now, _, _ = step(KEY, state, keep, on)
+    _, _, r_ahead, _, info = step(KEY, state, keep, on.replace(separation_horizon=1.5))
+    _, _, r_off, _, _ = step(KEY, state, keep, params)
+    p, v = np.asarray(nxt.quad.pos, np.float64), np.asarray(nxt.quad.vel, np.float64)
+    ts = np.linspace(0.0, 1.5, 30001)
+
+    def miss(i, j):
+        return np.linalg.norm((p[j] - p[i]) + ts[:, None] * (v[j] - v[i]), axis=-1).min()
+
+    assert miss(0, 1) < 0.05 and not bool(np.any(info["agent_terminated"]))
+    gap23 = np.linalg.norm(p[3] - p[2])
+    now = np.array([0.0, 0.0, 4.0 * (1 - gap23), 4.0 * (1 - gap23)])
+    ahead = 4.0 * np.maximum(0.0, 1.0 - np.array([miss(0, 1), miss(1, 0), miss(2, 3), miss(3, 2)]))
+    np.testing.assert_allclose(np.asarray(r_off - r_now), now, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(r_off - r_ahead), ahead, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match="params.separation_horizon"):
+        env.validate_params(params.replace(separation_horizon=-1.0))
