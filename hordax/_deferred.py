@@ -5,7 +5,7 @@ gymnax's ``__init__``, which imports every gymnax environment, and some of those
 ``seaborn`` (and with it ``scipy.stats`` and ``pandas``) and ``matplotlib.pyplot`` at module
 level, for their ``render`` methods only. That was about half of the start-up time of every
 ``hordax`` command and test process (``import hordax.envs``: 5.5-6.3 s before, 2.4-3.1 s
-after, three runs each at load average 6.5 on 2 cores; README, Development).
+after, three runs each at load average 6.5 on 2 cores; benchmarks/RESULTS.md section 21).
 
 :func:`defer` puts a stand-in for such a module into ``sys.modules``; the real module is
 imported the first time any attribute of the stand-in is read (``sns.color_palette(...)`` in

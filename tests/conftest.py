@@ -26,14 +26,14 @@ def _share_a_compilation_cache() -> None:
     Nothing from an earlier run is read (CI starts from nothing too). A directory given in
     ``JAX_COMPILATION_CACHE_DIR`` is used instead (and kept).
 
-    Off unless ``HORDAX_TEST_COMPILATION_CACHE=1``: it saved 9 % of the CPU time of the
-    CLI-heavy training tests and nothing on the contract suite (README, Development), and an
-    earlier fresh-clone run with a per-session cache had a subprocess die of SIGSEGV, which
-    was neither reproduced nor ruled out since; jax also writes cache entries without a lock
-    (a concurrent reader warns on stderr, which CLI tests compare). Loading a cached XLA:CPU
-    program logs a spurious machine-feature mismatch (the tuning flags
-    ``+prefer-no-gather``/``+prefer-no-scatter`` are not CPU features) on stderr, which CLI
-    tests compare line by line: XLA's C++ log is kept to fatal errors while the cache is on.
+    Off unless ``HORDAX_TEST_COMPILATION_CACHE=1``: it saved 9 % of the CPU time of the CLI-
+    heavy training tests and nothing on the contract suite (benchmarks/RESULTS.md section 21),
+    and an earlier fresh-clone run with a per-session cache had a subprocess die of SIGSEGV,
+    which was neither reproduced nor ruled out since; jax also writes cache entries without a
+    lock (a concurrent reader warns on stderr, which CLI tests compare). Loading a cached
+    XLA:CPU program logs a spurious machine-feature mismatch (the tuning flags ``+prefer-no-
+    gather``/``+prefer-no-scatter`` are not CPU features) on stderr, which CLI tests compare
+    line by line: XLA's C++ log is kept to fatal errors while the cache is on.
     """
     if os.environ.get("HORDAX_TEST_COMPILATION_CACHE", "") != "1":
         return
@@ -90,7 +90,7 @@ def _release_compiled_programs():
 #: many small programs once each and run them briefly, so optimizing costs more compile time
 #: than it saves at run time (measured in one process each, load ~9-11: tests/envs/mpe 860 s
 #: -> 492 s, tests/envs/aerial 582 s -> 295 s, tests/envs/grid 456 s -> 161 s; the other
-#: directories: the README's test section; every test passing both ways); the properties they
+#: directories: benchmarks/RESULTS.md section 21; every test passing both ways); the properties they
 #: check do not depend on it (tolerances cover float reassociation; where runs are compared
 #: bit for bit, every run of the comparison compiles the same way).
 #: Not for learning tests or pinned figures: those were taken with optimizations on
