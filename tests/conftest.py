@@ -26,14 +26,14 @@ def _share_a_compilation_cache() -> None:
     Nothing from an earlier run is read (CI starts from nothing too). A directory given in
     ``JAX_COMPILATION_CACHE_DIR`` is used instead (and kept).
 
-    Off unless ``HORDAX_TEST_COMPILATION_CACHE=1``: it saved 9 % of the CPU time of the CLI-
-    heavy training tests and nothing on the contract suite (benchmarks/RESULTS.md section 21),
-    and an earlier fresh-clone run with a per-session cache had a subprocess die of SIGSEGV,
-    which was neither reproduced nor ruled out since; jax also writes cache entries without a
-    lock (a concurrent reader warns on stderr, which CLI tests compare). Loading a cached
-    XLA:CPU program logs a spurious machine-feature mismatch (the tuning flags ``+prefer-no-
-    gather``/``+prefer-no-scatter`` are not CPU features) on stderr, which CLI tests compare
-    line by line: XLA's C++ log is kept to fatal errors while the cache is on.
+    Off unless ``HORDAX_TEST_COMPILATION_CACHE=1``: it saved 9 % of the CPU time of the
+    CLI-heavy training tests and nothing on the contract suite (benchmarks/RESULTS.md section
+    21), and an earlier fresh-clone run with a per-session cache had a subprocess die of
+    SIGSEGV, which was neither reproduced nor ruled out since; jax also writes cache entries
+    without a lock (a concurrent reader warns on stderr, which CLI tests compare). Loading a
+    cached XLA:CPU program logs a spurious machine-feature mismatch (the tuning flags
+    ``+prefer-no-gather``/``+prefer-no-scatter`` are not CPU features) on stderr, which CLI
+    tests compare line by line: XLA's C++ log is kept to fatal errors while the cache is on.
     """
     if os.environ.get("HORDAX_TEST_COMPILATION_CACHE", "") != "1":
         return
