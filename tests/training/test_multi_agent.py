@@ -122,6 +122,20 @@ def test_masked_slots__loss_and_gradients_unchanged():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *grads)
 
 
+def _rows(n, d, k, seed):
+    """A random PPO row batch: ``n`` rows, observation size ``d``, ``k`` actions."""
+    r = jax.random.split(jax.random.key(seed), 3)
+    return PPOBatch(
+        obs=jax.random.normal(r[0], (n, d)),
+        action=jax.random.randint(r[1], (n,), 0, k),
+        log_prob=jnp.full((n,), -1.0),
+        value=jnp.zeros((n,)),
+        advantage=jax.random.normal(r[2], (n,)),
+        target=jax.random.normal(r[2], (n,)),
+        mask=jnp.ones((n,), bool),
+    )
+
+
 def test_team_data_never_moves_another_teams_parameters():
     env = TwoTeams()
     params = env.default_params
@@ -133,28 +147,40 @@ def test_team_data_never_moves_another_teams_parameters():
     assert {t.name: t.obs_dim for t in agent.teams} == {"a": 2, "b": 4}
     assert {t.name: int(t.action_space.n) for t in agent.teams} == {"a": 3, "b": 5}
     state = agent.init(KEY)
-
-    def rows(n, d, k, seed):
-        r = jax.random.split(jax.random.key(seed), 3)
-        return PPOBatch(
-            obs=jax.random.normal(r[0], (n, d)),
-            action=jax.random.randint(r[1], (n,), 0, k),
-            log_prob=jnp.full((n,), -1.0),
-            value=jnp.zeros((n,)),
-            advantage=jax.random.normal(r[2], (n,)),
-            target=jax.random.normal(r[2], (n,)),
-            mask=jnp.ones((n,), bool),
-        )
-
-    b = rows(64, 4, 5, 1)
-    new1, _ = agent.update(state, {"a": rows(32, 2, 3, 2), "b": b}, KEY)
-    new2, _ = agent.update(state, {"a": rows(32, 2, 3, 3), "b": b}, KEY)
+    b = _rows(64, 4, 5, 1)
+    new1, _ = agent.update(state, {"a": _rows(32, 2, 3, 2), "b": b}, KEY)
+    new2, _ = agent.update(state, {"a": _rows(32, 2, 3, 3), "b": b}, KEY)
     # Team b's parameters and optimizer state: bit for bit the same whatever team a saw.
     jax.tree.map(np.testing.assert_array_equal, new1.params["b"], new2.params["b"])
     jax.tree.map(np.testing.assert_array_equal, new1.opt_state["b"], new2.opt_state["b"])
     changed = jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.any(x != y)),
                                            new1.params["a"], new2.params["a"]))  # fmt: skip
     assert any(changed)
+
+
+@pytest.mark.timeout(120)
+def test_team_ent_coef__sets_one_teams_entropy_coefficient():
+    """``agent.team_ent_coef={a: 0.5}``: team a's update is the update with ``ent_coef`` 0.5,
+    team b's the one with the shared 0.01, and the state's shared hparams are kept."""
+    env = TwoTeams()
+    tc = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64)
+
+    def agent_of(**kw):
+        return PPOTrainer(tc, IPPOConfig(num_minibatches=2, **kw), env, env.default_params).agent
+
+    shared, mixed = agent_of(ent_coef=0.01), agent_of(ent_coef=0.01, team_ent_coef={"a": 0.5})
+    state = shared.init(KEY)
+    batches = {"a": _rows(32, 2, 3, 2), "b": _rows(64, 4, 5, 1)}
+    new_shared, _ = shared.update(state, batches, KEY)
+    high = state.replace(hparams={**state.hparams, "ent_coef": jnp.float32(0.5)})
+    new_high, _ = shared.update(high, batches, KEY)
+    new_mixed, _ = mixed.update(state, batches, KEY)
+    jax.tree.map(np.testing.assert_array_equal, new_mixed.params["a"], new_high.params["a"])
+    jax.tree.map(np.testing.assert_array_equal, new_mixed.params["b"], new_shared.params["b"])
+    differs = jax.tree.map(lambda x, y: bool(jnp.any(x != y)),
+                           new_mixed.params["a"], new_shared.params["a"])  # fmt: skip
+    assert any(jax.tree.leaves(differs))  # the coefficient reached team a's loss
+    jax.tree.map(np.testing.assert_array_equal, new_mixed.hparams, state.hparams)
 
 
 @pytest.mark.timeout(900)  # two MAPPO programs: ~8 min of compiling at load average 25
@@ -221,6 +247,10 @@ def test_bad_config__named_key():
         PPOTrainer(tc, MAPPOConfig(), env, params)
     with pytest.raises(ValueError, match="agent.team_hidden_sizes"):
         PPOTrainer(tc, IPPOConfig(team_hidden_sizes={"nope": [8]}), TwoTeams(), params)
+    with pytest.raises(ValueError, match="agent.team_ent_coef"):
+        PPOTrainer(tc, IPPOConfig(team_ent_coef={"nope": 0.1}), TwoTeams(), params)
+    with pytest.raises(ValueError, match="agent.team_ent_coef.a"):
+        PPOTrainer(tc, IPPOConfig(team_ent_coef={"a": -1.0}), TwoTeams(), params)
 
 
 @pytest.mark.timeout(300)

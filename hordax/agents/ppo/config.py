@@ -72,6 +72,10 @@ class IPPOConfig(PPOConfig):
     """Append each agent's one-hot slot id to its actor (and critic) input."""
     team_hidden_sizes: dict[str, list[int]] = field(default_factory=dict)
     """Per-team MLP widths ({team_name: [sizes]}); other teams use network.hidden_sizes."""
+    team_ent_coef: dict[str, float] = field(default_factory=dict)
+    """Per-team entropy coefficients ({team_name: coef >= 0}); other teams use ent_coef. A
+    team named here keeps its coefficient whatever ``population.hparams.ent_coef`` says
+    (e.g. a communicating speaker's and a moving listener's exploration set apart)."""
 
 
 @dataclass

@@ -80,6 +80,9 @@ class TeamAgent:
         action_space: the env's stacked action space (``MultiDiscrete`` or ``Box[n, A]``).
         agent_id: append the agent's one-hot slot id (``n`` entries) to its actor (and
             critic) input.
+        team_hparams: ``{team_name: {hparam: value}}``, fixed per-team values of traced
+            hyperparameters (e.g. ``ent_coef``) that replace the shared ``hparams`` entry in
+            that team's update.
     """
 
     recurrent = False
@@ -91,8 +94,10 @@ class TeamAgent:
         num_agents: int,
         action_space: Any,
         agent_id: bool = False,
+        team_hparams: dict[str, dict[str, float]] | None = None,
     ):
         self.agents, self.teams = agents, teams
+        self.team_hparams = dict(team_hparams or {})
         self.num_agents, self.action_space, self.agent_id = num_agents, action_space, agent_id
         self._discrete = isinstance(action_space, MultiDiscrete)
         if not self._discrete and not isinstance(action_space, spaces.Box):
@@ -130,7 +135,11 @@ class TeamAgent:
 
     def _member(self, state: Any, team: Team) -> Any:
         opt = state.opt_state[team.name] if state.opt_state is not None else None
-        return state.replace(params=state.params[team.name], opt_state=opt)
+        hparams = state.hparams
+        if team.name in self.team_hparams:
+            fixed = {k: jnp.float32(v) for k, v in self.team_hparams[team.name].items()}
+            hparams = {**hparams, **fixed}
+        return state.replace(params=state.params[team.name], opt_state=opt, hparams=hparams)
 
     def _assemble(self, lead: tuple[int, ...], parts: dict[str, jax.Array], dtype: Any) -> Any:
         """Per-agent ``[...]`` values of every team (``parts[name] [R_k, ...]``) in their
@@ -220,4 +229,5 @@ class TeamAgent:
         out = {k: jnp.mean(jnp.stack([m[k] for m in metrics])) for k in metrics[0]}
         for k in ("loss", "grad_norm"):
             out[k] = jnp.sum(jnp.stack([m[k] for m in metrics]))
-        return new.replace(params=params, opt_state=opt), out
+        # The shared hparams, not the last team's (which may carry its team_hparams).
+        return new.replace(params=params, opt_state=opt, hparams=state.hparams), out

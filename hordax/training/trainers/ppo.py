@@ -22,6 +22,7 @@ checkpoint between chunks (``hordax.training.host.loop``).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import jax
@@ -193,13 +194,13 @@ def make_team_agent(
     n = int(env.num_agents)
     agent_id = bool(getattr(agent_cfg, "agent_id", False))
     hidden = dict(getattr(agent_cfg, "team_hidden_sizes", None) or {})
-    for name in hidden:
-        need(
-            name in names,
-            "agent.team_hidden_sizes",
-            name,
-            f"unknown team; the env's teams are {names}",
-        )
+    ent = dict(getattr(agent_cfg, "team_ent_coef", None) or {})
+    for key, named in (("team_hidden_sizes", hidden), ("team_ent_coef", ent)):
+        for name in named:
+            need(name in names, f"agent.{key}", name, f"unknown team; the env's teams are {names}")
+    for name, coef in ent.items():
+        ok = isinstance(coef, int | float) and math.isfinite(coef) and coef >= 0
+        need(ok, f"agent.team_ent_coef.{name}", coef, "must be a finite number >= 0")
     critic_dim = None
     if critic_obs:
         critic_dim = int(env.critic_observation_space(env_params).shape[-1])
@@ -220,7 +221,8 @@ def make_team_agent(
         )
         shape = TeamAgent.input_shape(team, n, agent_id, critic_dim)
         agents[team.name] = make_agent(cfg, shape, team.action_space, num_updates)
-    return TeamAgent(agents, teams, n, env.action_space(env_params), agent_id)
+    team_hparams = {name: {"ent_coef": float(coef)} for name, coef in ent.items()}
+    return TeamAgent(agents, teams, n, env.action_space(env_params), agent_id, team_hparams)
 
 
 def make_train(trainer_cfg: TrainerConfig, agent_cfg: Any, env: Any, env_params: Any):
