@@ -166,15 +166,17 @@ def test_team_ent_coef__sets_one_teams_entropy_coefficient():
     tc = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64)
 
     def agent_of(**kw):
-        return PPOTrainer(tc, IPPOConfig(num_minibatches=2, **kw), env, env.default_params).agent
+        cfg = IPPOConfig(num_epochs=1, num_minibatches=1, **kw)
+        return PPOTrainer(tc, cfg, env, env.default_params).agent
 
     shared, mixed = agent_of(ent_coef=0.01), agent_of(ent_coef=0.01, team_ent_coef={"a": 0.5})
     state = shared.init(KEY)
     batches = {"a": _rows(32, 2, 3, 2), "b": _rows(64, 4, 5, 1)}
-    new_shared, _ = shared.update(state, batches, KEY)
+    update = jax.jit(shared.update)  # one program for both hparam values (they are traced)
+    new_shared, _ = update(state, batches, KEY)
     high = state.replace(hparams={**state.hparams, "ent_coef": jnp.float32(0.5)})
-    new_high, _ = shared.update(high, batches, KEY)
-    new_mixed, _ = mixed.update(state, batches, KEY)
+    new_high, _ = update(high, batches, KEY)
+    new_mixed, _ = jax.jit(mixed.update)(state, batches, KEY)
     jax.tree.map(np.testing.assert_array_equal, new_mixed.params["a"], new_high.params["a"])
     jax.tree.map(np.testing.assert_array_equal, new_mixed.params["b"], new_shared.params["b"])
     differs = jax.tree.map(lambda x, y: bool(jnp.any(x != y)),
