@@ -240,6 +240,9 @@ def test_fault_injection__killed_at_every_phase_and_resumed_ends_as_uninterrupte
     assert json.loads((run_dir / "summary.json").read_text()) == final
     assert (run_dir / "params.msgpack").read_bytes() == (full_dir / "params.msgpack").read_bytes()
     assert _untimed(_rows(run_dir)) == _untimed(_rows(full_dir))
+    # The clock goes on over the resumes (rows: training time after compile, cumulative).
+    walls = [r["wall_s"] for r in _rows(run_dir)]
+    assert walls == sorted(walls) and final["wall_s"] >= walls[-1], (walls, final["wall_s"])
     assert sorted(p.name for p in run_dir.iterdir()) == sorted(p.name for p in full_dir.iterdir())
     assert not list(run_dir.rglob("*.tmp*")), "a temporary file was left behind"
     assert _committed_steps(run_dir) == [N - 2, N - 1, N]

@@ -128,6 +128,10 @@ def train_and_log(
             ckpt.close()
         raise
     steps_per_chunk = resolved.chunk_updates * resolved.steps_per_update
+    # A resumed run's clock goes on from its last kept row: rows' `wall_s` (training time
+    # after compile) and the summary's add the earlier processes' training time up to the
+    # checkpoint (their compile and any chunk computed after it are not counted).
+    wall_before = float(row.get("wall_s", 0.0)) if start_chunk else 0.0
     bar = progress_bar(
         cfg,
         resolved,
@@ -142,7 +146,7 @@ def train_and_log(
             fault_point("chunk")
             elapsed = time.perf_counter() - t_run
             env_steps = (c + 1) * steps_per_chunk
-            row = {"chunk": c, "env_steps": env_steps, "wall_s": round(elapsed, 3)}
+            row = {"chunk": c, "env_steps": env_steps, "wall_s": round(wall_before + elapsed, 3)}
             row["sps"] = (c + 1 - start_chunk) * steps_per_chunk * size / elapsed
             row.update(driver.row(metrics))
             for hook in hooks:
@@ -187,7 +191,7 @@ def train_and_log(
         "agent": cfg.agent.name,
         "seed": cfg.seed,
         "env_steps": resolved.env_steps,
-        "wall_s": round(time.perf_counter() - t_start, 3),
+        "wall_s": round(wall_before + time.perf_counter() - t_start, 3),
         "compile_s": round(compile_s, 3),
         "sps": round(ran_steps / run_s, 1) if run_s > 0 else math.nan,
         "final_return": row.get("episode_return", math.nan),
