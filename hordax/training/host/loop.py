@@ -131,7 +131,7 @@ def train_and_log(
     # A resumed run's clock goes on from its last kept row: rows' `wall_s` (training time
     # after compile) and the summary's add the earlier processes' training time up to the
     # checkpoint (their compile and any chunk computed after it are not counted).
-    wall_before = float(row.get("wall_s", 0.0)) if start_chunk else 0.0
+    wall_before = float(row.get("wall_s", 0.0))  # a fresh run has no kept row: 0
     bar = progress_bar(
         cfg,
         resolved,
