@@ -525,11 +525,13 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
     ``overrides`` compose to now, on the keys that make a run what it is (the checkpoint's
     ``COMPAT_KEYS``: env, agent, trainer, population, seed): ``key=SAVED -> NOW`` strings,
     ``[]`` if none. Equal overrides compose to another config when a tuned file or a
-    default changed since the run; ``hordax suite`` must not reuse such a run."""
+    default changed since the run; ``hordax suite`` must not reuse such a run. An option
+    hordax added since the run, at its default now, is no change."""
     from omegaconf import OmegaConf
     from yaml import YAMLError
 
-    from hordax.training.host.checkpoint import compat_config
+    from hordax.training.config import apply_members
+    from hordax.training.host.checkpoint import compat_config, compat_defaults, config_changes
 
     def flat(cfg: Any) -> dict:
         plain = OmegaConf.to_container(cfg, resolve=True)
@@ -539,11 +541,13 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
         saved = flat(OmegaConf.load(os.path.join(run_dir, "config.yaml")))
     except (OSError, ValueError, YAMLError) as e:
         return [f"config.yaml unreadable ({e})"]
-    now = flat(_compose_train(overrides, ["progress=false"]))
+    composed = _compose_train(overrides, ["progress=false"])
+    now = flat(composed)
+    typed = composed.copy()  # as check_config types it, without touching `composed`
+    apply_members(typed)
+    defaults = compat_defaults(OmegaConf.to_object(typed))
     return [
-        f"{k}={saved.get(k, '<absent>')!r} -> {now.get(k, '<absent>')!r}"
-        for k in sorted(set(saved) | set(now))
-        if saved.get(k) != now.get(k)
+        f"{k}={before!r} -> {after!r}" for k, before, after in config_changes(saved, now, defaults)
     ]
 
 

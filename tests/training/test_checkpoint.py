@@ -41,6 +41,7 @@ from hordax.training.host.checkpoint import (
     CheckpointError,
     NoCheckpointError,
     committed_steps,
+    compat_defaults,
 )
 from hordax.training.host.loop import train_and_log
 from hordax.training.host.programs import make_programs
@@ -358,7 +359,8 @@ def test_resume__falls_back_past_corrupt_and_foreign_checkpoints(uninterrupted, 
 
 @pytest.mark.timeout(900)
 def test_resume__incompatible_config_names_the_difference(uninterrupted):
-    """Another network width or another chunking is refused, naming key and both values."""
+    """Another network width or another chunking is refused, naming key and both values; a
+    key the checkpoint lacks (an option added since) is no change while at its default."""
     run_dir = Path(uninterrupted["run_dir"])
     config = (run_dir / "config.yaml").read_text()
     for override, named in [
@@ -368,9 +370,29 @@ def test_resume__incompatible_config_names_the_difference(uninterrupted):
     ]:  # fmt: skip
         proc = _cli([f"resume={run_dir}", override], run_dir.parent, check=False)
         assert proc.returncode == 2 and named in proc.stderr, proc.stderr[-2000:]
+    # A checkpoint of an older hordax lacks the options added since: one at its default now
+    # is no change, one set away from its default is still named.
+    meta_path = run_dir / "checkpoints" / "meta.json"
+    meta_text = meta_path.read_text()
+    saved = json.loads(meta_text)["config"]
+    defaults = compat_defaults(TrainConfig(agent=PPOConfig()))
+    at_default = next(
+        k for k in sorted(saved) if k.startswith("agent.") and saved[k] == defaults.get(k)
+    )
+    off_default = "agent.network.hidden_sizes"
+    assert saved[off_default] != defaults[off_default]
+    for dropped in (off_default, at_default):
+        meta = json.loads(meta_text)
+        del meta["config"][dropped]
+        meta_path.write_text(json.dumps(meta))
+        if dropped == off_default:
+            proc = _cli([f"resume={run_dir}"], run_dir.parent, check=False)
+            named = f"{off_default}='<absent>' in the checkpoint, [16] now"
+            assert proc.returncode == 2 and named in proc.stderr, proc.stderr[-2000:]
     assert _committed_steps(run_dir) == [N - 2, N - 1, N], "a refused resume must not touch the run"
     assert (run_dir / "config.yaml").read_text() == config
-    # Resuming a run whose last chunk is checkpointed reports that run's result.
+    # Resuming a run whose last chunk is checkpointed reports that run's result (its
+    # checkpoint lacking `at_default`).
     again = _cli([f"resume={run_dir}"], run_dir.parent)
     assert again["resumed_from_chunk"] == N
     assert again["params_checksum"] == uninterrupted["params_checksum"]
@@ -452,14 +474,14 @@ def test_checkpoint__no_checkpoint_yet_and_foreign_checkpoints_are_named(tmp_pat
     """A run with no checkpoint says so; a fresh start refuses another run's checkpoints."""
     ckpt = Checkpointer(str(tmp_path))
     with pytest.raises(NoCheckpointError, match=r"has no checkpoint yet"):
-        ckpt.check_compatible({}, {})
-    ckpt.start({}, {}, "aaaa")
+        ckpt.check_compatible(TrainConfig(), {})
+    ckpt.start(TrainConfig(), {}, "aaaa")
     ckpt.save(1, {"x": jnp.arange(3)})
     assert ckpt.step_run_id(1) == "aaaa"
     ckpt.close()
     again = Checkpointer(str(tmp_path))
     with pytest.raises(CheckpointError, match=r"already holds checkpoints \[1\] of another run"):
-        again.start({}, {}, "bbbb")
+        again.start(TrainConfig(), {}, "bbbb")
     again.close()
 
 

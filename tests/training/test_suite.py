@@ -184,3 +184,24 @@ def test_run_config_changes__unreadable_config_is_a_change(tmp_path):
     (tmp_path / "config.yaml").write_text("env: [unclosed\n")
     changed = run_config_changes(["env=CartPole-v1"], str(tmp_path))
     assert len(changed) == 1 and changed[0].startswith("config.yaml unreadable (")
+
+
+def test_run_config_changes__an_option_added_since_the_run_is_no_change_at_its_default(tmp_path):
+    """A run saved by an older hordax lacks the options added since: the suite reuses it
+    while such an option is at its default and names the key when it is set away from it."""
+    from omegaconf import OmegaConf
+
+    from hordax.agents.ppo import PPOConfig
+    from hordax.training.cli import _compose_train, _register_schemas, run_config_changes
+
+    _register_schemas()  # as `hordax suite` does before composing
+    overrides = ["env=CartPole-v1", "agent.ent_coef=0.0234"]
+    saved = OmegaConf.to_container(_compose_train(overrides, ["progress=false"]), resolve=True)
+    defaults = PPOConfig()
+    at_default = next(
+        k for k, v in saved["agent"].items() if k != "ent_coef" and v == getattr(defaults, k, None)
+    )
+    for key, expected in [(at_default, []), ("ent_coef", ["agent.ent_coef='<absent>' -> 0.0234"])]:
+        old = {**saved, "agent": {k: v for k, v in saved["agent"].items() if k != key}}
+        (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(old)))
+        assert run_config_changes(overrides, str(tmp_path)) == expected, key

@@ -26,6 +26,7 @@ PRNG key arrays are stored as their raw ``uint32`` data and re-wrapped on restor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -162,6 +163,53 @@ def compat_config(cfg_dict: dict) -> dict[str, Any]:
     return _flatten({k: cfg_dict.get(k) for k in COMPAT_KEYS})
 
 
+def plain_config(cfg: Any) -> dict:
+    """A typed config (a dataclass tree) as a plain JSON-able dict."""
+    return json.loads(strict_json.dumps(dataclasses.asdict(cfg), default=str))
+
+
+def default_config(cfg: Any) -> Any:
+    """``cfg`` with every field at its class's default, keeping the class of each nested
+    config (a PQN run's ``agent`` gives ``PQNConfig()``'s defaults, not PPO's). A config class
+    that cannot be built without arguments keeps its values (no default known)."""
+    try:
+        fresh = type(cfg)()
+    except TypeError:
+        return cfg
+    return dataclasses.replace(
+        fresh,
+        **{
+            f.name: default_config(getattr(cfg, f.name))
+            for f in dataclasses.fields(cfg)
+            if f.init and _is_config(getattr(cfg, f.name))
+        },
+    )
+
+
+def _is_config(x: Any) -> bool:
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+def compat_defaults(cfg: Any) -> dict[str, Any]:
+    """:func:`compat_config` of :func:`default_config`: each compared key's default."""
+    return json.loads(strict_json.dumps(compat_config(plain_config(default_config(cfg)))))
+
+
+def config_changes(
+    saved: dict[str, Any], now: dict[str, Any], defaults: dict[str, Any]
+) -> list[tuple[str, Any, Any]]:
+    """``(key, saved value, value now)`` for each flattened key that differs, ``'<absent>'``
+    standing for a missing key. A key the saved config lacks is no change when its value now
+    is its default: an option that hordax added after the run was saved, left as it was."""
+    missing = "<absent>"
+    return [
+        (k, saved.get(k, missing), now.get(k, missing))
+        for k in sorted(set(saved) | set(now))
+        if saved.get(k, missing) != now.get(k, missing)
+        and not (k not in saved and k in defaults and now[k] == defaults[k])
+    ]
+
+
 def committed_steps(run_dir: str) -> list[int]:
     """The committed checkpoint steps of a run, oldest first, read from the folder names alone.
 
@@ -200,8 +248,9 @@ class Checkpointer:
         )
 
     # --- writing ------------------------------------------------------------------------
-    def start(self, cfg_dict: dict, abstract_state: Any, run_id: str) -> None:
-        """Bind this folder to a fresh run: refuse old checkpoints, write ``meta.json``."""
+    def start(self, cfg: Any, abstract_state: Any, run_id: str) -> None:
+        """Bind this folder to a fresh run (``cfg``: its typed config): refuse old
+        checkpoints, write ``meta.json``."""
         old = self.all_steps()
         if old:
             raise CheckpointError(
@@ -209,12 +258,12 @@ class Checkpointer:
                 "run in a new run directory (or remove that run first: overwrite=true)"
             )
         self.run_id = run_id
-        self.write_meta(cfg_dict, abstract_state)
+        self.write_meta(cfg, abstract_state)
 
-    def write_meta(self, cfg_dict: dict, abstract_state: Any) -> None:
+    def write_meta(self, cfg: Any, abstract_state: Any) -> None:
         meta = {
             "run_id": self.run_id,
-            "config": compat_config(cfg_dict),
+            "config": compat_config(plain_config(cfg)),
             "leaves": leaf_signature(abstract_state),
         }
         tmp = self.meta_path + ".tmp"
@@ -245,21 +294,22 @@ class Checkpointer:
         self.manager.close()
 
     # --- reading ------------------------------------------------------------------------
-    def check_compatible(self, cfg_dict: dict, abstract_state: Any) -> None:
-        """Raise :class:`CheckpointError` naming the first config keys or leaves that differ
-        (:class:`NoCheckpointError` if the run has no checkpoint); take the run id."""
+    def check_compatible(self, cfg: Any, abstract_state: Any) -> None:
+        """Raise :class:`CheckpointError` naming the first config keys (of the typed config
+        ``cfg``; see :func:`config_changes`) or leaves that differ (:class:`NoCheckpointError`
+        if the run has no checkpoint); take the run id."""
         if not os.path.isfile(self.meta_path):
             if not self.all_steps():
                 raise NoCheckpointError(f"resume: {self.run_dir} has no checkpoint yet")
             raise CheckpointError(f"resume: {self.meta_path} is missing (not a hordax checkpoint)")
         meta = self._read_meta()
         self.run_id = meta.get("run_id")
-        ours = json.loads(strict_json.dumps(compat_config(cfg_dict), default=str))
+        ours = json.loads(strict_json.dumps(compat_config(plain_config(cfg)), default=str))
         theirs = meta.get("config", {})
         diffs = [
-            f"{k}={theirs.get(k, '<absent>')!r} in the checkpoint, {ours.get(k, '<absent>')!r} now"
-            for k in sorted(set(ours) | set(theirs))
-            if ours.get(k) != theirs.get(k) and (k in theirs or k not in _COMPAT_IF_RECORDED)
+            f"{k}={saved!r} in the checkpoint, {now!r} now"
+            for k, saved, now in config_changes(theirs, ours, compat_defaults(cfg))
+            if k in theirs or k not in _COMPAT_IF_RECORDED
         ]
         if diffs:
             raise CheckpointError(

@@ -23,8 +23,6 @@ goes into the checkpoint with the train state; see ``docs/training.md``).
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import os
 import time
@@ -73,10 +71,6 @@ def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0, enabled: 
     )
 
 
-def _cfg_dict(cfg: TrainConfig) -> dict:
-    return json.loads(strict_json.dumps(dataclasses.asdict(cfg), default=str))
-
-
 def train_and_log(
     cfg: TrainConfig,
     env: Any,
@@ -111,7 +105,7 @@ def train_and_log(
         ckpt = Checkpointer(run_dir, keep=cfg.checkpoint.keep)
     start_chunk, metrics_file = 0, None
     try:  # the checkpointer is closed on every way out (its threads outlive an error)
-        start_chunk = driver.start(ckpt, _cfg_dict(cfg))
+        start_chunk = driver.start(ckpt, cfg)
         # Files, logs and the progress bar: process 0 only (every process computes the same
         # rows).
         metrics_file, row = open_metrics(run_dir if primary else None, start_chunk)

@@ -544,7 +544,7 @@ class ParallelDriver:
         self.summary: dict = {}
         self._rows: Iterator[dict | None] | None = None
 
-    def start(self, ckpt: Any, cfg_dict: dict) -> int:
+    def start(self, ckpt: Any, cfg: Any) -> int:
         return 0
 
     def compile(self, start_chunk: int, num_chunks: int) -> None:

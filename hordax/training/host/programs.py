@@ -89,20 +89,20 @@ class JitDriver:
         self.chunk = self.progs.chunk
         self.state: Any = None
 
-    def start(self, ckpt: Checkpointer | None, cfg_dict: dict) -> int:
+    def start(self, ckpt: Checkpointer | None, cfg: Any) -> int:
         """The first chunk to run: 0 for a fresh start (the state initialized, a fresh run
         bound to the checkpoint folder), or the restored checkpoint's chunk count."""
         progs = self.progs
         if self.cfg.resume:
             assert ckpt is not None
-            ckpt.check_compatible(cfg_dict, progs.abstract)
+            ckpt.check_compatible(cfg, progs.abstract)
             start_chunk, self.state = ckpt.restore(progs.abstract, progs.shardings)
             return start_chunk
         if ckpt is not None:
             # One run id for every process (process 0's); process 0 writes meta.json.
             run_id = sharding.primary_str(new_run_id())
             if sharding.is_primary():
-                ckpt.start(cfg_dict, progs.abstract, run_id)
+                ckpt.start(cfg, progs.abstract, run_id)
             else:
                 ckpt.run_id = run_id
         self.state = progs.init(*progs.init_args)
