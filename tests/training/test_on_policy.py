@@ -89,6 +89,22 @@ def test_make_train__is_the_pure_train_function():
     assert np.isfinite(np.asarray(metrics["loss"])).all()
 
 
+@pytest.mark.parametrize(
+    "trainer_cfg, agent_cfg, named",
+    [
+        (dataclasses.replace(TRAINER, num_envs=0), AGENT, "trainer.num_envs=0"),
+        (dataclasses.replace(TRAINER, total_env_steps=10), AGENT, "trainer.total_env_steps=10"),
+        (TRAINER, dataclasses.replace(AGENT, clip_eps=-0.2), "agent.clip_eps=-0.2"),
+        (TRAINER, dataclasses.replace(AGENT, num_minibatches=7), "agent.num_minibatches=7"),
+    ],
+)
+def test_make_train__bad_config_from_python_names_the_key(trainer_cfg, agent_cfg, named):
+    """Configs built in Python get the checks `hordax train` runs (no traceback from jit)."""
+    env, params = hordax.make("CartPole-v1")
+    with pytest.raises(ValueError, match=named.replace(".", r"\.")):
+        make_train(trainer_cfg, agent_cfg, env, params)
+
+
 def test_update__bootstraps_from_final_observation_on_truncation(monkeypatch, trainer):
     """The value targets use V(info['final_observation']) rows at truncated steps.
 

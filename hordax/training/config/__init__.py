@@ -21,6 +21,7 @@ from hordax.training.config.train import (
     resolve,
     validate_run,
     validate_seed,
+    validate_trainer,
 )
 from hordax.training.core.types import Resolved
 
@@ -44,4 +45,5 @@ __all__ = [
     "validate_population",
     "validate_run",
     "validate_seed",
+    "validate_trainer",
 ]

@@ -127,10 +127,8 @@ LOGGERS = ("stdout", "wandb")
 _need = functools.partial(need, error=ConfigError)
 
 
-def validate_run(cfg: TrainConfig) -> None:
-    """The checks of the trainer sizes, logger, mesh and checkpoint settings (``ConfigError``
-    naming the key)."""
-    tr = cfg.trainer
+def validate_trainer(tr: TrainerConfig) -> None:
+    """The checks of the batch and budget sizes (``ConfigError`` naming ``trainer.<key>``)."""
     _need(tr.num_envs >= 1, "trainer.num_envs", tr.num_envs, "must be an integer >= 1")
     _need(
         tr.rollout_length >= 1,
@@ -152,6 +150,12 @@ def validate_run(cfg: TrainConfig) -> None:
         tr.total_env_steps,
         f"must be >= one update, num_envs * rollout_length = {steps_per_update}",
     )
+
+
+def validate_run(cfg: TrainConfig) -> None:
+    """The checks of the trainer sizes, logger, mesh and checkpoint settings (``ConfigError``
+    naming the key)."""
+    validate_trainer(cfg.trainer)
     _need(
         cfg.logger.name in LOGGERS,
         "logger.name",

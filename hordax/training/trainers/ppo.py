@@ -40,7 +40,7 @@ from hordax.agents.ppo import (
     validate_ppo,
 )
 from hordax.envs.core import has_critic_observation, is_multi_agent
-from hordax.training.config import TrainerConfig, resolve
+from hordax.training.config import TrainerConfig, resolve, validate_trainer
 from hordax.training.core.estimators import bootstrap_values, compute_gae
 from hordax.training.core.metrics import episode_metrics, finiteness, team_episode_metrics
 from hordax.training.core.multi_agent import TeamAgent, env_teams
@@ -71,7 +71,10 @@ class PPOTrainer(UpdateLoop):
         env_params: Any,
         resolved: Resolved | None = None,
     ):
-        resolved = resolved or resolve(trainer_cfg)
+        if resolved is None:  # built from Python, not through trainers.validate: check here
+            validate_trainer(trainer_cfg)
+            validate(agent_cfg, trainer_cfg)
+            resolved = resolve(trainer_cfg)
         self.critic_obs = bool(getattr(agent_cfg, "critic_obs", False))
         need(
             not self.critic_obs or has_critic_observation(env),
