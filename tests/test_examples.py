@@ -38,6 +38,7 @@ def test_readme__quick_start_matches_example():
         assert call in readme and call in example, call
 
 
+@pytest.mark.slow
 def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
     """examples/grid_gif.py trains briefly and writes an animated GIF of env.render frames
     (80x80: 5x5 tiles of 16 px) lasting as many 150 ms frames as it reports (Pillow merges

@@ -47,6 +47,7 @@ def _build_wheel(tmp_path: Path) -> Path:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_wheel__carries_the_configs_and_its_cli_trains_outside_the_repo(tmp_path):
     """Every yaml under hordax/configs/ (nested groups, tuned/) is in the wheel; the
     installed ``hordax`` imports from the venv, finds its configs there and prints the run's

@@ -55,6 +55,7 @@ def _ours(x, k, padding="SAME", strides=(1, 1)):
         ((2, 6, 6, 2), (3, 3, 2, 3), ((2, 0), (1, 1))),  # explicit asymmetric padding
     ],
 )
+@pytest.mark.slow
 def test_conv__equals_lax_conv_forward_and_gradients(x_shape, k_shape, padding):
     kx, kk, kg = jax.random.split(jax.random.key(0), 3)
     x = jax.random.normal(kx, x_shape)
@@ -119,6 +120,7 @@ def _check_first_layer(fused, reference, codes, vocab, keys):
 
 @pytest.mark.parametrize("joint", [True, False])
 @pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 16), ((3, 5, 6, 3), 5)])
+@pytest.mark.slow
 def test_embed_conv__equals_embedding_then_lax_conv_with_gradients(
     codes_shape, vocab, joint, monkeypatch
 ):
@@ -160,6 +162,7 @@ def _embed_conv_pool_ref(codes, tables, kernel):
 
 @pytest.mark.parametrize("joint", [True, False])
 @pytest.mark.parametrize("codes_shape, vocab", [((6, 7, 7, 2), 3), ((3, 8, 7, 3), 5)])
+@pytest.mark.slow
 def test_embed_conv_pool__equals_embedding_lax_conv_and_flax_max_pool_with_gradients(
     codes_shape, vocab, joint, monkeypatch
 ):
@@ -210,6 +213,7 @@ def _reference_torso(monkeypatch):
     "torso, view, features",
     [("cnn", 7, [8, 16]), ("grid", 7, []), ("grid", 5, []), ("grid", 7, [8])],
 )
+@pytest.mark.slow
 def test_torso__same_outputs_and_gradients_as_the_plain_jax_network(
     torso, view, features, monkeypatch
 ):

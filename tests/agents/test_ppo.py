@@ -90,6 +90,7 @@ def test_shared_torso__one_network_whose_outputs_agree_across_methods():
 
 @pytest.mark.parametrize("shared", [False, True])
 @pytest.mark.parametrize("space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,))])
+@pytest.mark.slow
 def test_update__raises_probability_of_advantaged_actions(space, shared):
     """One PPO update on a batch where action a* has advantage +1 makes a* more likely."""
     cfg = PPOConfig(

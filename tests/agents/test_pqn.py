@@ -151,6 +151,7 @@ def _run_cli(args, cwd):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_cli__pqn_runs_checkpoints_and_resumes(tmp_path):
     """`hordax train agent=pqn`: JSON line, run files, checkpoints; resume continues them."""
     args = [
@@ -174,6 +175,7 @@ def test_cli__pqn_runs_checkpoints_and_resumes(tmp_path):
     assert again["params_checksum"] == summary["params_checksum"]
 
 
+@pytest.mark.slow
 def test_pqn__population_member_equals_single_run():
     """vmapped init/chunk over members with per-member learning rates: member i computes
     what a separate run with that seed and learning rate computes."""

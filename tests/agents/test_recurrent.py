@@ -69,6 +69,7 @@ AGENT = PPOConfig(num_minibatches=4, num_epochs=4, learning_rate=3e-3, ent_coef=
 
 
 @pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.slow
 def test_recurrent__update_unroll_reproduces_acting_log_probs_and_values(shared):
     """Unrolling the batch from carry0 with its resets gives the acting-time numbers (one
     GRU per network, or one shared GRU)."""

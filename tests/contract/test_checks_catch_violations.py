@@ -153,6 +153,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("env_cls", "check", "match"), CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.slow
 def test_contract_checks__catch_their_violation(env_cls, check, match):
     """The check raises AssertionError, naming the defect, on an env that has it."""
     env = env_cls()

@@ -50,16 +50,38 @@ KNOWN_VIOLATIONS = {
 }
 
 
+#: The everyday tier (``python -m pytest -m "not slow"``) runs every check on one env class
+#: per family and kind (single-agent box and discrete actions, multi-agent, gymnax); the
+#: other classes' checks, and :func:`test_contract__every_id_steps` of their ids, are marked
+#: ``slow``: the full tier (``python -m pytest``, CI's command) runs them all.
+EVERYDAY_IDS = frozenset(
+    {
+        "Debug-PointMass-v0",
+        "Debug-MultiPointMass-v0",
+        "CartPole-v1",
+        "Pendulum-v1",
+        "Grid-Empty-5x5-v0",
+        "Aerial-Hover-v0",
+        "MPE-SimpleTag-v0",
+        "Drive-IntersectionSmall-v0",
+        "StockTrading-v0",
+    }
+)
+EVERYDAY_CLASSES = frozenset(entry_point(i) or i for i in EVERYDAY_IDS)
+
+
+def _marks(check: str, env_id: str, everyday: bool) -> list:
+    marks = [] if everyday else [pytest.mark.slow]
+    if (check, env_id) in KNOWN_VIOLATIONS:
+        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_VIOLATIONS[(check, env_id)]))
+    return marks
+
+
 def _ids(check: str, ids: list[str]) -> list:
-    """``ids`` as pytest params, a known violation marked ``xfail(strict=True)``."""
+    """``ids`` as pytest params: a known violation marked ``xfail(strict=True)``, a class
+    outside :data:`EVERYDAY_IDS` marked ``slow``."""
     return [
-        pytest.param(
-            env_id,
-            marks=pytest.mark.xfail(strict=True, reason=KNOWN_VIOLATIONS[(check, env_id)]),
-        )
-        if (check, env_id) in KNOWN_VIOLATIONS
-        else env_id
-        for env_id in ids
+        pytest.param(env_id, marks=_marks(check, env_id, env_id in EVERYDAY_IDS)) for env_id in ids
     ]
 
 
@@ -187,7 +209,13 @@ def test_contract__render(env_id):
     testing.check_render(env, params, KEY)
 
 
-@pytest.mark.parametrize("env_id", EVERY_HORDAX_ID)
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        pytest.param(i, marks=_marks("every_id_steps", i, entry_point(i) in EVERYDAY_CLASSES))
+        for i in EVERY_HORDAX_ID
+    ],
+)
 def test_contract__every_id_steps(env_id):
     """Every registered id: make, jitted reset and 3 steps, observations in their space."""
     env, params = _make(env_id)
@@ -205,11 +233,16 @@ def test_contract__every_id_steps(env_id):
 
 def test_contract__suite_covers_every_class_and_gymnax_ids():
     """Every hordax env class (one id each) and the four gymnax training ids are in the
-    suite; every registered id is in test_contract__every_id_steps."""
+    suite; every registered id is in test_contract__every_id_steps; the everyday tier has
+    every family."""
     classes = {entry_point(i) or i for i in hordax.registered_envs()}
     assert {entry_point(i) or i for i in HORDAX_IDS} == classes
     assert set(EVERY_HORDAX_ID) == set(hordax.registered_envs())
     assert {"Debug-PointMass-v0", "Debug-MultiPointMass-v0"} <= set(HORDAX_IDS)
+    # The everyday tier's ids are suite ids, and every family (hordax.envs.<family>) has one.
+    family = lambda i: entry_point(i).split(".")[2]  # noqa: E731
+    assert set(ALL_IDS) >= EVERYDAY_IDS
+    assert {family(i) for i in HORDAX_IDS} == {family(i) for i in EVERYDAY_IDS & set(HORDAX_IDS)}
 
 
 def test_contract__check_env_runs_every_check():

@@ -27,6 +27,7 @@ def _wrong_shapes(shape: tuple) -> list[tuple]:
 
 
 @pytest.mark.parametrize("env_id", _IDS)
+@pytest.mark.slow
 def test_step__refuses_actions_of_the_wrong_shape_at_trace_time(env_id):
     """`env.step` and `ClipAction.step` accept the action space's shape (multi-agent:
     `[n_agents, ...]`; Discrete: a scalar) and raise a ValueError naming the expected shape

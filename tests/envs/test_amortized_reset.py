@@ -160,6 +160,7 @@ class SharedPoolKey(VecEnv):
 
 
 @pytest.mark.parametrize("env_id", ["Debug-PointMass-v0", "Grid-FourRooms-v0"])
+@pytest.mark.slow
 def test_pool__fresh_starts_and_the_check_catches_a_shared_key(env_id):
     """16 envs, pool of 2, time limit 4 (bursts of 16 and random terminations): every one of
     the episodes starts differently; a pool that shares one key per step fails that check."""
@@ -179,6 +180,7 @@ def test_pool__fresh_starts_and_the_check_catches_a_shared_key(env_id):
     ("env_id", "pool"),
     [("Debug-MultiPointMass-v0", 1), ("CartPole-v1", 2), ("Grid-DoorKey-5x5-v0", 1)],
 )
+@pytest.mark.slow
 def test_pool__matches_in_step_resets_for_multi_agent_gymnax_and_grid(env_id, pool):
     """Multi-agent (scalar terminated, [n_agents] rewards and LogEpisode returns), a raw
     gymnax env and a grid env: the trainers' stack with a pool equals the plain path."""

@@ -434,6 +434,7 @@ def _greedy_reference(run_dir: str, env_id: str, kwargs: dict, algo: str, member
         ("pql", "StockTrading-v0", {"data": "stocks"}),
     ],
 )
+@pytest.mark.slow
 def test_backtest__pqn_and_pql_populations(tmp_path, algo, env_id, kwargs):
     """``hordax backtest`` of an ``agent=pqn`` / ``agent=pql`` population (it used to build
     a PPO agent and crash): every member's equity curve over the test split equals that

@@ -198,6 +198,7 @@ def cli_results():
     return results
 
 
+@pytest.mark.slow
 def test_table__covers_every_command_and_its_keys(cli_results):
     """Every command has a validator; the table holds each command's keys (agent variants
     included) with all three kinds of case."""
@@ -301,6 +302,7 @@ def env_results():
     return made, results
 
 
+@pytest.mark.slow
 def test_env_table__covers_every_registered_id_and_nested_fields(env_results):
     made, results = env_results
     every = set(hordax.registered_envs(include_gymnax=True))
@@ -313,6 +315,7 @@ def test_env_table__covers_every_registered_id_and_nested_fields(env_results):
     assert {e for e, *_ in results} == every - NEEDS_DOWNLOAD
 
 
+@pytest.mark.slow
 def test_env_table__every_bad_params_value_is_one_line_naming_the_field(env_results):
     """Wrong types and non-finite values are refused, ``max_steps_in_episode`` below 1 too;
     every refusal is one line naming ``env.params.<field>`` (nested: ``env.params.quad.mass``)."""

@@ -31,6 +31,7 @@ def _bench(args, cwd):
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
+@pytest.mark.slow
 def test_bench__multirun_writes_json_lines_csv_and_png(tmp_path):
     """2 envs x 2 sizes: 4 JSON lines (hordax and bare-gymnax steps/s), 4 CSV rows, a PNG."""
     rows = _bench(
@@ -61,6 +62,7 @@ def test_bench__multirun_writes_json_lines_csv_and_png(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
+@pytest.mark.slow
 def test_bench__train_mode_counts_whole_updates(tmp_path):
     """mode=train: steps = num_envs * rollout_length * whole updates."""
     (row,) = _bench(

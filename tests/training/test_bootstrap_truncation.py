@@ -34,6 +34,7 @@ def one_update(env, cfg):
 
 
 @pytest.mark.timeout(600)  # two small update programs (minutes only on a loaded machine)
+@pytest.mark.slow
 def test_no_bootstrap_equals_termination():
     off = one_update(TwoTeams(), IPPOConfig(bootstrap_truncation=False, num_minibatches=2))
     term = one_update(TwoTeamsTerminating(), IPPOConfig(num_minibatches=2))

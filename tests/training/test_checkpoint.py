@@ -175,6 +175,7 @@ def _interrupted(args, cwd, fault):
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_fault_injection__killed_at_every_phase_and_resumed_ends_as_uninterrupted(
     uninterrupted, tmp_path
 ):
@@ -258,6 +259,7 @@ def _digest(run_dir: Path) -> dict[str, str]:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_run_dir__reuse_is_refused_overwrite_replaces_and_resume_never_mixes(
     uninterrupted, tmp_path
 ):
@@ -319,6 +321,7 @@ def _cut_to_half(step_dir: Path) -> None:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_resume__falls_back_past_corrupt_and_foreign_checkpoints(uninterrupted, tmp_path):
     """Checkpoint N cut to half size and N-1 of another run: resume says so (one stderr line
     each, no traceback), continues from N-2 and ends bit-exact; all three damaged: one error
@@ -358,6 +361,7 @@ def test_resume__falls_back_past_corrupt_and_foreign_checkpoints(uninterrupted, 
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_resume__incompatible_config_names_the_difference(uninterrupted):
     """Another network width or another chunking is refused, naming key and both values; a
     key the checkpoint lacks (an option added since) is no change while at its default."""
@@ -486,6 +490,7 @@ def test_checkpoint__no_checkpoint_yet_and_foreign_checkpoints_are_named(tmp_pat
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_checkpoint__state_with_empty_arrays_saves_and_resumes(tmp_path):
     """A grid env's state holds an array with no elements (DoorKey's rule table, [0, 7]),
     which orbax refuses to save: every checkpointed DoorKey run died at its first

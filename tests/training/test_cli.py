@@ -108,6 +108,7 @@ def bad_input_results(tmp_path_factory):
 
 
 @pytest.mark.parametrize("args,expected", BAD_INPUT)
+@pytest.mark.slow
 def test_cli__bad_input_gives_one_line_error_and_nonzero_exit(bad_input_results, args, expected):
     """Exit code 2, a single 'hordax: error:' line naming key and value, no run dir left."""
     cwd, results = bad_input_results
@@ -164,6 +165,7 @@ def _run_cli(args, cwd, timeout=400):
     return summary, proc
 
 
+@pytest.mark.slow
 def test_cli__short_run_writes_run_dir_and_json_summary(tmp_path, monkeypatch):
     """The last stdout line is the JSON summary; the run dir has config, metrics, params;
     ``run_dir=DIR`` is where it writes (the CLI once replaced it silently with hydra's

@@ -53,6 +53,7 @@ def _point_mass_cfg(level_field="max_steps_in_episode"):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_curriculum_trainer__level_is_traced_state_no_recompile():
     cfg = _point_mass_cfg()
     env, params = make(cfg.env.id)
@@ -89,6 +90,7 @@ def _untimed_rows(run_dir):
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_curriculum__sigkill_and_resume_continue_it_exactly(tmp_path):
     full = tmp_path / "full"
     summary = _cli([*RUN, f"hydra.run.dir={full}"], tmp_path)

@@ -176,6 +176,7 @@ def cartpole_run(tmp_path_factory):
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_cli__trained_cartpole_evaluates_above_threshold_reproducibly(cartpole_run):
     cwd, summary = cartpole_run
     run = cwd / "run"

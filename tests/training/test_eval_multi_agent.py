@@ -68,6 +68,7 @@ def _random_policy(space) -> Policy:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_trained_ippo_evaluates_above_threshold_random_play_does_not(ippo_run):
     env, params, _, _, _, evaluator, res = ippo_run
     run = make_runner(env, params, _random_policy(env.action_space(params)), STEPS)
@@ -117,6 +118,7 @@ def test_eval_equals_hand_loop_with_the_trainers_policy(ippo_run):
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_cli__mappo_two_teams_train_eval_block_and_hordax_eval_json(tmp_path):
     """A MAPPO run of MPE-SimpleTag-v0 (teams ``adversary`` x3, ``agent`` x1; critic
     observations; agent ids): the summary's ``eval`` block and ``hordax eval``'s JSON carry

@@ -48,6 +48,7 @@ def _cfg(env_id, agent):
     ],
     ids=["ppo", "ppo-sampled", "gru", "gru-sampled", "pql"],
 )
+@pytest.mark.slow
 def test_evaluator__every_agent_kind_runs_whole_episodes(agent, deterministic):
     env, params = make("Debug-PointMass-v0")
     cfg = _cfg("Debug-PointMass-v0", agent)

@@ -55,6 +55,7 @@ def mixed_run(tmp_path_factory):
     return cfg, resolved, summary, run_dir
 
 
+@pytest.mark.slow
 def test_mixed__trains_and_saves_members_per_algorithm(mixed_run):
     """The summary lists every member with its algorithm and seed; params.msgpack reloads
     into one group per algorithm with the right sizes."""
@@ -74,6 +75,7 @@ def test_mixed__trains_and_saves_members_per_algorithm(mixed_run):
 
 
 @pytest.mark.parametrize("member, algo", [(1, "ppo"), (2, "pqn")])
+@pytest.mark.slow
 def test_mixed__member_equals_its_separate_single_algorithm_run(mixed_run, member, algo):
     """Member j of the mixed run == the algorithm's own trainer run alone with seed 5 + j."""
     cfg, resolved, _, run_dir = mixed_run
@@ -239,6 +241,7 @@ def test_cli__ensemble_agents_overrides_are_added():
     ]
 
 
+@pytest.mark.slow
 def test_mixed__pql_member_equals_its_separate_run(tmp_path):
     """[ppo, pql] on Pendulum: the PQL member (j = 1, replay buffer and all) equals PQL's
     trainer run alone with seed 5 + 1."""

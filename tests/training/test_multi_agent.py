@@ -64,6 +64,7 @@ def _padded_and_real():
     return params, actions, real, padded
 
 
+@pytest.mark.slow
 def test_masked_slots__normalizer_statistics_and_episode_returns_unchanged():
     params, _, (_, s_real, _, real), (_, s_pad, mask0, padded) = _padded_and_real()
     assert not bool(jnp.any(mask0[:, 2])) and bool(jnp.all(mask0[:, :2]))
@@ -99,6 +100,7 @@ def _batch(agent, agent_state, out, mask0, n):
     return agent.batches({**seq, "advantage": adv, "target": target}, mask, PPOBatch)
 
 
+@pytest.mark.slow
 def test_masked_slots__loss_and_gradients_unchanged():
     params, actions, (s_r, _, m_r, real), (s_p, _, m_p, padded) = _padded_and_real()
     cfg = IPPOConfig()
@@ -136,6 +138,7 @@ def _rows(n, d, k, seed):
     )
 
 
+@pytest.mark.slow
 def test_team_data_never_moves_another_teams_parameters():
     env = TwoTeams()
     params = env.default_params
@@ -159,6 +162,7 @@ def test_team_data_never_moves_another_teams_parameters():
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_team_ent_coef__sets_one_teams_entropy_coefficient():
     """``agent.team_ent_coef={a: 0.5}``: team a's update is the update with ``ent_coef`` 0.5,
     team b's the one with the shared 0.01, and the state's shared hparams are kept."""
@@ -186,6 +190,7 @@ def test_team_ent_coef__sets_one_teams_entropy_coefficient():
 
 
 @pytest.mark.timeout(900)  # two MAPPO programs: ~8 min of compiling at load average 25
+@pytest.mark.slow
 def test_population_equals_single_runs_and_mappo_runs():
     env = TwoTeams()
     params = env.default_params
@@ -256,6 +261,7 @@ def test_bad_config__named_key():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_ippo_learns_two_teams():
     """Each team must learn its own rewarded action (team a: 1 of 3, team b: 4 of 5)."""
     env = TwoTeams()

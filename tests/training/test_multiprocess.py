@@ -121,6 +121,7 @@ def _rows(run_dir: str) -> list[dict]:
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_two_processes__equal_the_one_process_4_device_run(two_process_run, one_process_run):
     (s0, s1), cwd = two_process_run
     one = one_process_run
@@ -161,6 +162,7 @@ def _flat(tree, prefix=""):
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_two_processes__resume_from_a_checkpoint_gives_the_same_checksum(two_process_run, tmp_path):
     """Both processes restore their shards of checkpoint 1 and finish bit for bit."""
     (s0, _), _ = two_process_run

@@ -159,6 +159,7 @@ def test_replay__wraps_around_and_never_samples_stale_or_unwritten_rows():
         replay.add(buf, {"id": jnp.zeros(11, jnp.int32)})
 
 
+@pytest.mark.slow
 def test_mixed_exploration__stds_linear_over_env_index():
     np.testing.assert_allclose(exploration_stds(5, 0.05, 0.85), [0.05, 0.25, 0.45, 0.65, 0.85])
     trainer, _ = _tiny()
@@ -191,6 +192,7 @@ def _tiny(beta_av=1.5, beta_pv=3, rollout_length=4, num_envs=4):
     return PQLTrainer(tcfg, acfg, env, params, resolved), resolved
 
 
+@pytest.mark.slow
 def test_normalize_obs__buffer_holds_raw_env_observations():
     """With normalize_obs=true the buffer rows are the env's raw observations (obs and the
     bootstrap next_obs), and the statistics in the state are those of every observation
@@ -228,6 +230,7 @@ def test_normalize_obs__buffer_holds_raw_env_observations():
     assert float(s1.obs_stats.count) == pytest.approx(B + T * B, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_normalize_obs__critic_and_actor_batches_use_current_stats(monkeypatch):
     """Every batch the critic and actor updates see is (raw - mean) / sqrt(var + eps) of
     buffer rows, with the statistics current at that update (after its rollout)."""
@@ -279,6 +282,7 @@ def test_normalize_obs__critic_and_actor_batches_use_current_stats(monkeypatch):
     assert float(jnp.max(jnp.abs(stale.obs - got.obs))) > 1e-3
 
 
+@pytest.mark.slow
 def test_schedule__performs_exactly_the_configured_updates():
     """beta_av=1.5, T=4 -> 6 critic updates per trainer update; beta_pv=3 -> 2 actor."""
     trainer, resolved = _tiny()
@@ -320,6 +324,7 @@ def test_validate__bad_pql_config_names_the_key(agent, trainer, message):
     assert message in str(e.value)
 
 
+@pytest.mark.slow
 def test_cli__pql_short_run_checkpoints_and_resumes(tmp_path):
     """A short `hordax train agent=pql` run prints the JSON line and checkpoints; resuming
     from its first checkpoint reproduces its parameters. (Its one-line bad-config error is
@@ -390,6 +395,7 @@ def test_distributional__projection_matches_c51_loop():
     np.testing.assert_allclose(np.asarray(got).sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_distributional__critic_and_actor_updates_run_and_learn_a_constant():
     """PQL-D: 51-atom critics fit a constant n-step target (reward 1, terminal) and the
     actor step runs; everything stays finite."""
@@ -447,6 +453,7 @@ def test_pql__learns_pendulum(normalize_obs, total_env_steps):
 
 
 @pytest.mark.skipif(jax.device_count() < 8, reason="needs 8 host devices (tests/conftest.py)")
+@pytest.mark.slow
 def test_normalize_obs__sharded_and_population_programs():
     """The CLI's programs (make_programs): the env batch split over 4 devices gives the
     1-device run's statistics and buffer (the stats are replicated, merged over all envs);

@@ -28,6 +28,7 @@ def train_fn(trainer):
     return jax.jit(trainer.train)
 
 
+@pytest.mark.slow
 def test_train__chunked_run_equals_single_scan(trainer, train_fn):
     """3 chunks of 2 updates on the host give bitwise the params of train(key)."""
     key = jax.random.key(0)
@@ -41,6 +42,7 @@ def test_train__chunked_run_equals_single_scan(trainer, train_fn):
     assert int(full.update_idx) == 6 and metrics["loss"].shape == (6,)
 
 
+@pytest.mark.slow
 def test_train__same_seed_same_checksum_other_seed_differs(train_fn):
     a = params_checksum(train_fn(jax.random.key(1))[0].agent.params)
     b = params_checksum(train_fn(jax.random.key(1))[0].agent.params)
@@ -48,6 +50,7 @@ def test_train__same_seed_same_checksum_other_seed_differs(train_fn):
     assert a == b != c
 
 
+@pytest.mark.slow
 def test_train__vmapped_seeds_equal_separate_runs(trainer, train_fn):
     """jax.vmap(train) over 3 keys trains 3 independent agents, each equal to its own run."""
     keys = jax.random.split(jax.random.key(5), 3)
@@ -60,6 +63,7 @@ def test_train__vmapped_seeds_equal_separate_runs(trainer, train_fn):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_train__amortized_resets_match_in_step_resets(trainer, train_fn):
     """The default env stack (VecEnv with a reset pool of 1 for 4 envs) trains as the in-step
     reset path (trainer.reset_pool=0) does, over 3 seeds: same episode counts and lengths,
@@ -81,6 +85,7 @@ def test_train__amortized_resets_match_in_step_resets(trainer, train_fn):
             np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_make_train__is_the_pure_train_function():
     env, params = hordax.make("CartPole-v1")
     train = make_train(TRAINER, AGENT, env, params)
@@ -105,6 +110,7 @@ def test_make_train__bad_config_from_python_names_the_key(trainer_cfg, agent_cfg
         make_train(trainer_cfg, agent_cfg, env, params)
 
 
+@pytest.mark.slow
 def test_update__bootstraps_from_final_observation_on_truncation(monkeypatch, trainer):
     """The value targets use V(info['final_observation']) rows at truncated steps.
 

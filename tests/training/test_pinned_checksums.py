@@ -296,6 +296,7 @@ def run_case(name: str, run_dir: str) -> tuple:
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.slow
 def test_pinned__checksum_and_final_metrics(name, tmp_path):
     got = run_case(name, str(tmp_path))
     want = PINNED[name]

@@ -62,6 +62,7 @@ def test_role_devices__assignment_by_device_count():
 
 
 @pytest.mark.parametrize("num_devices,k", [(3, 1), (1, 1), (3, 2)])
+@pytest.mark.slow
 def test_parallel__roles_run_on_their_devices_and_counts_match_sync(num_devices, k):
     par, resolved, out = _tiny_run(num_devices, k)
     d = [str(x) for x in jax.devices()]
@@ -85,6 +86,7 @@ def test_parallel__roles_run_on_their_devices_and_counts_match_sync(num_devices,
 @pytest.mark.parametrize(
     "num_devices,k,schedule", [(3, 1, "async"), (1, 1, "async"), (3, 2, "async"), (3, 1, "serial")]
 )
+@pytest.mark.slow
 def test_parallel__achieved_ratios_stay_within_the_waiting_window(num_devices, k, schedule):
     """Mid-run (at every chunk boundary) the counts obey the ratio control's bounds: the
     critic is at most one rollout of updates behind the data and never ahead of it; the
@@ -106,6 +108,7 @@ def test_parallel__achieved_ratios_stay_within_the_waiting_window(num_devices, k
     assert abs(last["ratio_pv"] - beta_pv) <= 2 * k * beta_pv / max(last["actor_updates"], 1)
 
 
+@pytest.mark.slow
 def test_parallel__serial_schedule_is_reproducible_and_drains_before_each_rollout():
     """``agent.parallel_schedule=serial``: two runs from one key end with bitwise equal
     parameters and buffers and the same rows (not so for async, whose interleaving depends
@@ -173,6 +176,7 @@ def test_parallel__unsupported_or_bad_config_names_the_key(overrides, message):
     assert message in str(e.value)
 
 
+@pytest.mark.slow
 def test_cli__parallel_json_line_and_files(tmp_path):
     """`hordax train agent=pql agent.mode=parallel`: the JSON line reports the achieved
     ratios, busy times and role devices; metrics.jsonl has one row per chunk."""
@@ -242,6 +246,7 @@ def _tiny_cfg() -> tuple[TrainConfig, object, object]:
     return cfg, env, params
 
 
+@pytest.mark.slow
 def test_parallel__nan_guard_and_role_errors_stop_the_run(monkeypatch):
     """A non-finite critic loss stops the run with NonFiniteError naming it; an exception
     inside a role thread reaches the caller; neither leaves the run hanging."""
@@ -279,6 +284,7 @@ def test_parallel__nan_guard_and_role_errors_stop_the_run(monkeypatch):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_parallel__float_ratio_products_do_not_stall_the_learners():
     """beta_av=1.4, T=10: 14 critic updates per rollout, 126 after 9 rollouts, while the
     float product 1.4 * 90 is 125.99999999999999. Ratio targets compared in floats would
@@ -297,6 +303,7 @@ def test_parallel__float_ratio_products_do_not_stall_the_learners():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_parallel__buffer_holds_whole_n_step_windows_of_the_joined_rollouts(monkeypatch):
     """With every rollout in warmup (uniform actions, independent of the learners), the
     actor's trajectory is fixed by its key, so the V-learner's buffer is known exactly: one

@@ -60,6 +60,7 @@ def one_and_eight():
     return one, eight
 
 
+@pytest.mark.slow
 def test_sharded__8_devices_equal_1_device(one_and_eight):
     """Same seed: losses, returns and final params agree within float tolerance."""
     (s1, m1, p1), (s8, m8, p8) = one_and_eight
@@ -116,6 +117,7 @@ def test_population__split_over_seed_axis(population_run):
 
 
 @pytest.mark.parametrize("member", [0, 5])
+@pytest.mark.slow
 def test_population__member_equals_its_separate_run(population_run, member):
     """Member i == a plain run with seed 3 + i and learning rate LRS[i]."""
     state, metrics, _ = population_run
@@ -145,6 +147,7 @@ def test_mesh__bad_shapes_name_the_key():
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_sharded__multi_agent_8_devices_equal_1_device():
     """MAPPO on MPE-SimpleTag-v0 (teams adversary/agent with their own parameters, a critic on
     the global state, agent masks): the env batch over 8 devices gives the 1-device run's

@@ -39,6 +39,7 @@ def _seed_log(stderr: str) -> dict[int, str]:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_suite_tiny__table_csv_curves_and_evaluations(tiny):
     out, proc = tiny
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -68,6 +69,7 @@ def test_suite_tiny__table_csv_curves_and_evaluations(tiny):
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_others(tiny):
     """The same command continues a suite: nothing finished is trained again, an unfinished
     run resumes from its checkpoint (or starts again without one) and ends as it would have;

@@ -77,6 +77,7 @@ def _leaves(state):
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
+@pytest.mark.slow
 def test_contract__chunks_equal_train_bitwise(name):
     """``num_chunks`` x ``run_chunk`` (the host loop's program) equals ``train`` bitwise."""
     trainer, train = _setup(name)
@@ -105,6 +106,7 @@ def test_contract__same_key_same_checksum_other_key_differs(name):
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
+@pytest.mark.slow
 def test_contract__vmap_over_keys_equals_separate_runs(name):
     """``jax.vmap(train)`` over 3 keys trains 3 independent runs, each equal to its own."""
     trainer, train = _setup(name)

@@ -163,6 +163,7 @@ CASES = {
 
 @pytest.mark.parametrize("airframe", AIRFRAMES)
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.slow
 def test_controllers__step_response_settles_without_large_overshoot(case, airframe):
     """Each controller tracks a step setpoint: settling time and overshoot within CASES bounds.
 
@@ -205,6 +206,7 @@ def test_controllers__aerial_gym_raw_gains_are_unstable_here():
 
 
 @pytest.mark.parametrize("kind", ctl.KINDS)
+@pytest.mark.slow
 def test_controllers__zero_action_hovers_or_holds(kind):
     """Action 0 from hover: position/velocity/acceleration/attitude/rates keep the vehicle
     within 2 cm over 2 s; for motors, 0 is mid-range thrust (documented) and climbs."""

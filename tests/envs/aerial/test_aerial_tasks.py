@@ -276,6 +276,7 @@ def _robustness_run(env, params, key, num_envs, num_steps):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_hover__no_nonfinite_state_in_1e6_extreme_action_steps():
     """1000 envs x 1000 steps (10^6 steps) of Aerial-Hover-v0, default (attitude) controller,
     actions uniform in [-1e3, 1e3] with NaN/+-inf entries: obs, state and reward stay finite

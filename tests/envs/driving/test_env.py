@@ -92,6 +92,7 @@ def _rear_end(behavior: str, steps: int = 40):
 
 
 @pytest.mark.parametrize("behavior", ["remove", "stop", "ignore"])
+@pytest.mark.slow
 def test_env__collision_behaviours_and_masking(behavior):
     out = _rear_end(behavior)
     hits = [t for t, (_, _, _, info) in enumerate(out) if info["reward_terms"]["collision"][0] > 0]
@@ -121,6 +122,7 @@ def test_env__collision_behaviours_and_masking(behavior):
     assert bool(out[-1][3]["agent_mask"][1])
 
 
+@pytest.mark.slow
 def test_env__scripted_driver_reaches_goals_reward_and_termination():
     env, params = hordax.make("Drive-IntersectionSmall-v0")
     episodes, steps = 24, 91

@@ -66,6 +66,7 @@ def _hordax(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.slow
 def test_layouts__same_distribution_as_minigrid(name):
     """Per-cell tile, agent-position and direction frequencies match minigrid's."""
     ref = CASES[name][0]()

@@ -161,6 +161,7 @@ NUM_SOLVED, SOLVED_LEN = 100, 80
 @pytest.mark.parametrize(
     ("name", "mode"), [(n, "random") for n in CASES] + [(n, "solver") for n in SOLVED]
 )
+@pytest.mark.slow
 def test_minigrid_reference__same_trajectories(name, mode):
     """Position, direction, carry, doors, reward, termination, obs and grid equal minigrid's.
 

@@ -339,6 +339,7 @@ def test_trials__observe_outcome_channel():
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_trials__commit_pickup_ends_the_episode_on_the_first_pick_up():
     """``commit_pickup=True`` (the registered Harlow id): an episode ends exactly when the
     agent picks up an object, a success iff it is the goal's object (outcome 1, reward as

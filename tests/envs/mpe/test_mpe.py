@@ -37,6 +37,7 @@ def _make(env_id: str):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("env_id", DISCRETE)
+@pytest.mark.slow
 def test_scenario__protocol_checks(env_id):
     """The contract checks that depend on a scenario's own code, over one compiled 200-step
     random rollout (through auto-resets): the agent axis, teams, per-agent unpadded spaces
@@ -57,6 +58,7 @@ def test_scenario__protocol_checks(env_id):
 
 
 @pytest.mark.parametrize("name", ["SimpleCrypto", "SimpleSpeakerListener", "SimpleWorldComm"])
+@pytest.mark.slow
 def test_scenario__nonfinite_continuous_actions_keep_the_state_finite(name):
     """NaN, +-inf and 1e30 actions given to the env itself: finite obs/state/reward. Every
     scenario decodes continuous actions with the same code (``world.decode_continuous``
@@ -77,6 +79,7 @@ def test_scenario__critic_observation_is_every_agents_own_observation():
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.slow
 def test_reset__fresh_uniform_draws(name):
     """4,000 resets: agents uniform over [-1, 1]^2, landmarks over [-spawn, spawn]^2, at rest
     and silent, goals uniform over the landmarks, every reset different."""
@@ -149,6 +152,7 @@ def test_physics__overlapping_agents_and_speed_caps():
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("env_id", DISCRETE + CONTINUOUS)
+@pytest.mark.slow
 def test_pettingzoo__api_and_seed_tests_pass(env_id):
     """PettingZoo's own ``parallel_api_test`` (through an episode end) and
     ``parallel_seed_test`` on every MPE id, through hordax's PettingZoo adapter."""

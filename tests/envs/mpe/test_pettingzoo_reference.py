@@ -93,6 +93,7 @@ def _compare(what: str, got, want, tol: dict) -> None:
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
 @pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.slow
 def test_reference__every_step_matches_mpe2(name, continuous):
     env, params = _make(name, continuous)
     width = env.observation_space(params).shape[1]
