@@ -63,7 +63,7 @@ EVERYDAY_IDS = frozenset(
         "Grid-Empty-5x5-v0",
         "Aerial-Hover-v0",
         "MPE-SimpleTag-v0",
-        "Drive-IntersectionSmall-v0",
+        "Drive-GPUDriveJSON-v0",
         "StockTrading-v0",
     }
 )
