@@ -38,6 +38,6 @@ def test_ppo_learns_to_reach():
     saved = jax.device_get(trainer.saved_agent(state))
     res = Evaluator(TrainConfig(agent=ac, trainer=tc), env, params, 128, seed=0)(saved)
     distance = res["metrics"]["distance"]["mean"]
-    # An untrained policy ends 0.15-0.2 m away (the targets' spread); the full 2M-step run
-    # reaches about 1 cm (RESULTS). Measured here (seed 0): see docs/manipulation.md.
+    # Holding the home pose ends 0.18 m away on average (the targets' spread); the full
+    # 2M-step run reaches 1.1-1.3 cm (benchmarks/RESULTS.md section 22).
     assert distance < 0.04, res["metrics"]
