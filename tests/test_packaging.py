@@ -57,6 +57,9 @@ def test_wheel__carries_the_configs_and_its_cli_trains_outside_the_repo(tmp_path
     in_tree = {p.relative_to(ROOT).as_posix() for p in (ROOT / "hordax/configs").rglob("*.yaml")}
     assert shipped == in_tree
     assert {"hordax/configs/train.yaml", "hordax/configs/tuned/Pendulum-v1_ppo.yaml"} <= shipped
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assets = "hordax/envs/manipulation/assets"
+    assert {f"{assets}/panda.xml", f"{assets}/LICENSE-robosuite"} <= names  # MJCF + licence
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=120)

@@ -106,3 +106,6 @@ register(  # split="train" / "test": four maps to train on, two held out (docs/d
     num_background=4,
 )
 register("Drive-GPUDriveJSON-v0", f"{_DRIVE}:DriveLog")
+
+# manipulation family (hordax/envs/manipulation): MuJoCo MJX arms (docs/manipulation.md)
+register("Manip-Reach-v0", "hordax.envs.manipulation.reach:Reach")

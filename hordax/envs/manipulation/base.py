@@ -1,0 +1,116 @@
+"""The manipulation family's gymnax environment base: an MJX arm driven by joint-position
+targets around a home pose, with fresh resets computed inside jit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnax.environments import spaces
+
+from hordax.envs.core import Environment
+from hordax.envs.manipulation import physics
+from hordax.envs.wrappers.clip import clip_action
+
+
+class ArmEnv(Environment):
+    """Shared machinery of the MJX arm tasks (subclasses set the class attributes and
+    implement ``reset_env``/``step_env``/``observe`` with the helpers below).
+
+    - The MuJoCo model (``model_file`` in ``assets/``) is compiled once per process and put
+      on the device once per env instance (``self.mx``, static: it is not part of the
+      params, so ``vmap`` over params never copies it).
+    - Actions: ``f32[nu]`` in ``[-1, 1]``; the joint-position target of actuator ``i`` is
+      ``home[i] + params.action_scale[i] * action[i]``, clipped to the actuator's control
+      range (the joint range). NaN entries act as 0 (the home pose), +-inf and out-of-range
+      values are clipped to +-1 (:func:`~hordax.envs.wrappers.clip.clip_action`).
+    - Physics: each control step holds the targets for ``n_substeps`` ``mjx.step`` calls
+      (:func:`~hordax.envs.manipulation.physics.control_step`).
+    - A non-finite ``qpos``/``qvel`` after a step (never seen with clipped targets, kept as a
+      guard) terminates the episode; the state keeps the last finite ``qpos`` with zero
+      ``qvel`` so that nothing non-finite reaches an observation.
+    """
+
+    model_file: str = ""
+    #: end-effector site name in the MJCF
+    ee_site: str = "ee"
+    #: home joint pose (rad), one entry per actuated joint
+    home: tuple[float, ...] = ()
+    #: physics steps per control step (control period = n_substeps * model timestep)
+    n_substeps: int = 5
+
+    def __init__(self):
+        super().__init__()
+        self.model = physics.load_model(self.model_file)
+        self.mx = physics.put_model(self.model)
+        self.nu = int(self.model.nu)
+        self.ee_id = physics.site_id(self.model, self.ee_site)
+        #: actuator control ranges (the joint ranges), ``np.float32[nu]``
+        self.ctrl_low, self.ctrl_high = physics.joint_ranges(self.model)
+        self.home_q = np.asarray(self.home, np.float32)
+        if self.home_q.shape != (self.nu,) or self.model.nq != self.nu:
+            raise ValueError(f"{type(self).__name__}: home must give one angle per joint")
+
+    @property
+    def control_dt(self) -> float:
+        """Seconds per control step."""
+        return float(self.model.opt.timestep) * self.n_substeps
+
+    # -- helpers for the tasks ---------------------------------------------------------------
+
+    def sim_model(self, params: Any):
+        """The device model with ``params.gain_scale`` and ``params.damping_scale`` applied."""
+        return physics.scaled_model(self.mx, self.model, params.gain_scale, params.damping_scale)
+
+    def targets(self, action: jax.Array, params: Any) -> tuple[jax.Array, jax.Array]:
+        """``(clean action, joint-position targets)`` for a raw action (NaN -> 0, clipped)."""
+        action = clip_action(action, self.action_space(params))
+        ctrl = jnp.clip(self.home_q + params.action_scale * action, self.ctrl_low, self.ctrl_high)
+        return action, ctrl
+
+    def random_pose(self, key: jax.Array, params: Any) -> jax.Array:
+        """A fresh joint pose: ``home + U(-home_noise, home_noise)`` per joint, in range."""
+        noise = jax.random.uniform(key, (self.nu,), jnp.float32, -1.0, 1.0) * params.home_noise
+        return jnp.clip(self.home_q + noise, self.ctrl_low, self.ctrl_high)
+
+    def reset_physics(self, qpos: jax.Array, params: Any):
+        """``mjx.forward`` at rest in ``qpos`` (targets = ``qpos``): the reset's data."""
+        zeros = jnp.zeros_like(qpos)
+        return physics.forward(self.sim_model(params), qpos, zeros, qpos)
+
+    def step_physics(self, qpos: jax.Array, qvel: jax.Array, ctrl: jax.Array, params: Any):
+        """One control step; returns ``(data, qpos, qvel, ok)``: a non-finite result is
+        replaced by ``(old qpos, zero qvel)`` and flagged ``ok = False``."""
+        data = physics.control_step(self.sim_model(params), qpos, qvel, ctrl, self.n_substeps)
+        ok = physics.finite(data.qpos, data.qvel, data.site_xpos)
+        new_qpos = jnp.where(ok, data.qpos, qpos)
+        new_qvel = jnp.where(ok, data.qvel, jnp.zeros_like(qvel))
+        return data, new_qpos, new_qvel, ok
+
+    def ee_pos(self, data) -> jax.Array:
+        return data.site_xpos[self.ee_id]
+
+    def action_space(self, params: Any) -> spaces.Box:
+        return spaces.Box(-1.0, 1.0, (self.nu,), jnp.float32)
+
+    def validate_params(self, params: Any) -> None:
+        super().validate_params(params)
+        validate_arm_params(params, self.nu)
+
+
+def validate_arm_params(params: Any, nu: int) -> None:
+    """Host-side checks of the shared arm params; ``ValueError`` naming the field."""
+    scale = np.asarray(params.action_scale, np.float64)
+    if scale.shape[-1:] != (nu,) or not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        raise ValueError(
+            f"params.action_scale={scale.tolist()}: must be {nu} finite values > 0 (rad)"
+        )
+    rules = {"home_noise": (0.0, False), "gain_scale": (0.0, True), "damping_scale": (0.0, False)}
+    for name, (low, strict) in rules.items():
+        value = np.asarray(getattr(params, name), np.float64)
+        bad = value <= low if strict else value < low
+        if not np.all(np.isfinite(value)) or np.any(bad):
+            op = ">" if strict else ">="
+            raise ValueError(f"params.{name}={value.tolist()}: must be finite and {op} {low}")
