@@ -108,7 +108,10 @@ FAST_COMPILE_DIRS = (
     "tests/training/test_trainer_contract.py",
 )
 #: Modules under :data:`FAST_COMPILE_DIRS` that keep XLA's optimizations: learning tests.
-OPTIMIZED = ("tests/envs/driving/test_learning.py",)
+OPTIMIZED = (
+    "tests/envs/driving/test_learning.py",
+    "tests/envs/manipulation/test_manip_learning.py",
+)
 #: The environment variable that carries the option to subprocesses (the ``hordax`` CLI).
 _NO_OPT_ENV = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 
