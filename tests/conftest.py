@@ -11,6 +11,9 @@ import tempfile
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("WANDB_MODE", "offline")
+# A test process or `hordax` subprocess killed by a fatal signal prints its Python stacks on
+# stderr (which the tests show): a rare SIGSEGV of a subprocess was seen twice, without one.
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
 
 def _share_a_compilation_cache() -> None:
