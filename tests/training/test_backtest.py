@@ -179,6 +179,7 @@ def _equity(out: dict) -> dict[str, np.ndarray]:
     return {k: np.array([float(r[k]) for r in eq]) for k in eq[0] if k != "step"}
 
 
+@pytest.mark.slow
 def test_backtest__training_time_limit_does_not_cut_the_split(tmp_path, stock):
     """A run trained with ``env.params.max_steps_in_episode=63`` is backtested over the
     whole test split, exactly as the same members without that limit: same steps, curves

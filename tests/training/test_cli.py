@@ -120,6 +120,7 @@ def test_cli__bad_input_gives_one_line_error_and_nonzero_exit(bad_input_results,
     assert not any((cwd / "runs").rglob("*.yaml")) if (cwd / "runs").exists() else True
 
 
+@pytest.mark.slow
 def test_cli__pql_bad_config_is_exactly_one_line(bad_input_results):
     """`hordax train env=Pendulum-v1 agent=pql agent.n_step=9`: exactly this error line."""
     _, results = bad_input_results

@@ -236,6 +236,7 @@ def bad_eval_results(cartpole_run):
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(("args", "names"), BAD_EVAL)
+@pytest.mark.slow
 def test_cli__bad_input_is_one_line_naming_the_key(bad_eval_results, args, names):
     res = bad_eval_results[tuple(args)]
     err = res["stderr"].strip()

@@ -85,6 +85,7 @@ def test_trained_ippo_evaluates_above_threshold_random_play_does_not(ippo_run):
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_eval_equals_hand_loop_with_the_trainers_policy(ippo_run):
     """The same episodes by hand: reset/step keys as the evaluation seed space defines them,
     observations normalized with the live run's per-team statistics by the normalizer's

@@ -107,6 +107,7 @@ def test_mixed__member_equals_its_separate_single_algorithm_run(mixed_run, membe
         )
 
 
+@pytest.mark.slow
 def test_mixed__ensemble_summary_lists_algorithms(mixed_run):
     cfg, _, summary, run_dir = mixed_run
     out = E.add_ensemble_to_summary(cfg, summary, run_dir)["ensemble"]

@@ -77,6 +77,7 @@ def test_sharded__8_devices_equal_1_device(one_and_eight):
     )
 
 
+@pytest.mark.slow
 def test_sharded__declared_shardings_are_the_actual_ones(one_and_eight):
     """Env batch split over 'data' (2 envs per device), agent and key replicated."""
     _, (state, _, progs) = one_and_eight

@@ -97,6 +97,7 @@ def test_contract__chunks_equal_train_bitwise(name):
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
+@pytest.mark.slow
 def test_contract__same_key_same_checksum_other_key_differs(name):
     _, train = _setup(name)
     a = params_checksum(train(jax.random.key(1))[0].agent.params)

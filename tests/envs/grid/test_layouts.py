@@ -104,6 +104,7 @@ def test_layouts__same_distribution_as_minigrid(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.slow
 def test_layouts__agent_starts_on_a_free_cell(name):
     """The agent stands on plain floor, inside the grid, with free hands."""
     _, states = _hordax(name)
