@@ -530,7 +530,6 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
     from omegaconf import OmegaConf
     from yaml import YAMLError
 
-    from hordax.training.config import apply_members
     from hordax.training.host.checkpoint import compat_config, compat_defaults, config_changes
 
     def flat(cfg: Any) -> dict:
@@ -543,9 +542,7 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
         return [f"config.yaml unreadable ({e})"]
     composed = _compose_train(overrides, ["progress=false"])
     now = flat(composed)
-    typed = composed.copy()  # as check_config types it, without touching `composed`
-    apply_members(typed)
-    defaults = compat_defaults(OmegaConf.to_object(typed))
+    defaults = compat_defaults(OmegaConf.to_object(composed))  # the config classes' defaults
     return [
         f"{k}={before!r} -> {after!r}" for k, before, after in config_changes(saved, now, defaults)
     ]

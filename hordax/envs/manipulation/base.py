@@ -107,10 +107,17 @@ def validate_arm_params(params: Any, nu: int) -> None:
         raise ValueError(
             f"params.action_scale={scale.tolist()}: must be {nu} finite values > 0 (rad)"
         )
-    rules = {"home_noise": (0.0, False), "gain_scale": (0.0, True), "damping_scale": (0.0, False)}
+    check_lower_bounds(
+        params, home_noise=(0.0, False), gain_scale=(0.0, True), damping_scale=(0.0, False)
+    )
+
+
+def check_lower_bounds(params: Any, **rules: tuple[float, bool]) -> None:
+    """Each named params field (scalar or array) finite and ``> low`` (``strict``) or
+    ``>= low``: ``name=(low, strict)``; ``ValueError`` naming the field otherwise."""
     for name, (low, strict) in rules.items():
         value = np.asarray(getattr(params, name), np.float64)
         bad = value <= low if strict else value < low
         if not np.all(np.isfinite(value)) or np.any(bad):
             op = ">" if strict else ">="
-            raise ValueError(f"params.{name}={value.tolist()}: must be finite and {op} {low}")
+            raise ValueError(f"params.{name}={value.tolist()}: must be finite and {op} {low:g}")

@@ -11,7 +11,7 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
-from hordax.envs.manipulation.base import ArmEnv
+from hordax.envs.manipulation.base import ArmEnv, check_lower_bounds
 
 #: robosuite's Panda ``init_qpos`` (robosuite/models/robots/manipulators/panda_robot.py)
 PANDA_HOME = (0.0, math.pi / 16, 0.0, -math.pi / 2 - math.pi / 3, 0.0, math.pi - 0.2, math.pi / 4)
@@ -149,18 +149,15 @@ class Reach(ArmEnv):
 
     def validate_params(self, params: ReachParams) -> None:
         super().validate_params(params)
-        for name in ("reach_sharpness", "success_radius"):
-            value = np.asarray(getattr(params, name), np.float64)
-            if not np.all(np.isfinite(value)) or np.any(value <= 0):
-                raise ValueError(f"params.{name}={value.tolist()}: must be finite and > 0")
-        for name in ("precision_gain", "velocity_cost"):
-            value = np.asarray(getattr(params, name), np.float64)
-            if not np.all(np.isfinite(value)) or np.any(value < 0):
-                raise ValueError(f"params.{name}={value.tolist()}: must be finite and >= 0")
+        check_lower_bounds(params, reach_sharpness=(0.0, True), success_radius=(0.0, True))
+        check_lower_bounds(
+            params,
+            precision_gain=(0.0, False),
+            velocity_cost=(0.0, False),
+            target_range=(0.0, False),
+        )
         center = np.asarray(params.target_center, np.float64)
         rng = np.asarray(params.target_range, np.float64)
-        if not np.all(np.isfinite(rng)) or np.any(rng < 0):
-            raise ValueError(f"params.target_range={rng.tolist()}: must be finite and >= 0")
         reach = np.linalg.norm(np.abs(center - np.array([0.0, 0.0, 0.333])) + rng, axis=-1)
         if not np.all(np.isfinite(center)) or np.any(reach > 0.85):
             raise ValueError(

@@ -192,7 +192,7 @@ def _is_config(x: Any) -> bool:
 
 def compat_defaults(cfg: Any) -> dict[str, Any]:
     """:func:`compat_config` of :func:`default_config`: each compared key's default."""
-    return json.loads(strict_json.dumps(compat_config(plain_config(default_config(cfg)))))
+    return compat_config(plain_config(default_config(cfg)))
 
 
 def config_changes(
@@ -304,7 +304,7 @@ class Checkpointer:
             raise CheckpointError(f"resume: {self.meta_path} is missing (not a hordax checkpoint)")
         meta = self._read_meta()
         self.run_id = meta.get("run_id")
-        ours = json.loads(strict_json.dumps(compat_config(plain_config(cfg)), default=str))
+        ours = compat_config(plain_config(cfg))
         theirs = meta.get("config", {})
         diffs = [
             f"{k}={saved!r} in the checkpoint, {now!r} now"
