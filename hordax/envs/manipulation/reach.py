@@ -56,8 +56,12 @@ class ReachParams:
 class Reach(ArmEnv):
     """The robosuite Panda arm (7 joints, position servos) reaches a target drawn every reset.
 
-    - observation ``f32[27]``: joint angles - home (7), joint velocities (7, clipped to
-      +-50 rad/s), last action (7), end-effector position (3), target - end effector (3).
+    - observation ``f32[27]``: joint angles - home (7, clipped to +- the joint's range
+      width), joint velocities (7, clipped to +-50 rad/s), last action (7), end-effector
+      position (3), target - end effector (3). The joints have no limit constraint (the
+      model has no constraint solver, see ``physics``): targets that jump between the
+      range's ends every step (saturated actions) can swing a light wrist joint past its
+      range, in MuJoCo C as in MJX (joint 6 up to 4.2 rad past home), hence the clip.
     - action ``f32[7]`` in ``[-1, 1]``: joint-position targets ``home + action_scale *
       action`` clipped to the joint ranges; NaN entries act as 0 (the home pose), +-inf and
       out-of-range values are clipped (:class:`~hordax.envs.manipulation.base.ArmEnv`).
@@ -142,9 +146,10 @@ class Reach(ArmEnv):
         return obs, new_state, reward, terminated, info
 
     def observe(self, key: jax.Array, state: ReachState, action: Any, params: ReachParams):
+        span = self.ctrl_high - self.ctrl_low
         obs = jnp.concatenate(
             [
-                state.qpos - self.home_q,
+                jnp.clip(state.qpos - self.home_q, -span, span),
                 jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
                 state.last_action,
                 state.ee,
