@@ -140,6 +140,10 @@ class Reach(ArmEnv):
         )
         return jnp.nan_to_num(obs).astype(jnp.float32)
 
+    def render_markers(self, state: ReachState, params: ReachParams) -> list:
+        """The target as a red sphere of the success radius."""
+        return [(np.asarray(state.target), float(params.success_radius), (0.9, 0.1, 0.1, 1.0))]
+
     def observation_space(self, params: ReachParams) -> spaces.Box:
         span = self.ctrl_high - self.ctrl_low
         high = np.concatenate(
