@@ -40,8 +40,8 @@ _FORCE_BOUND = 10.0  # N m, the largest actuator force range (wrist)
 
 @struct.dataclass
 class HandState:
-    qpos: jax.Array  # f32[31] hand joints (24, actuator order of qpos) then object free joint (7)
-    qvel: jax.Array  # f32[30] hand joint velocities (24) then object (linear world, angular body)
+    qpos: jax.Array  # f32[31] hand joints (24, model order: act_qadr maps actuators), object (7)
+    qvel: jax.Array  # f32[30] hand joints (24), object (linear world frame, angular body frame)
     last_action: jax.Array  # f32[24] the previous clean action
     history: jax.Array  # f32[H, 24] the last H measured (noisy) joint angles, newest last
     actuator_force: jax.Array  # f32[24] servo forces of the last physics step (N m)

@@ -191,19 +191,20 @@ def test_resets_are_fresh_and_the_critic_observation_is_privileged():
     env, params = _env(SPHERE)
     states = [_rollout(SPHERE, jax.random.key(k), jnp.zeros((1, 24)))[0] for k in (11, 12, 13)]
     qpos = np.stack([np.asarray(s.qpos) for s in states])
-    assert len({tuple(q) for q in qpos[:, :24].round(6)}) == 3  # hand poses differ
-    assert len({tuple(q) for q in qpos[:, 24:].round(6)}) == 3  # object poses differ
-    assert np.all(np.abs(qpos[:, env.act_qadr] - env.home_q) <= float(params.home_noise) + 1e-6)
-    offset = qpos[:, 24:27] - env.obj_rest
-    assert np.all(np.abs(offset) <= float(params.object_pos_noise) + 1e-6)
-    np.testing.assert_allclose(np.linalg.norm(qpos[:, 27:], axis=1), 1.0, atol=1e-5)
+    a = env.obj_qadr  # the object's free joint: position qpos[a:a+3], quaternion [a+3:a+7]
+    hand, pos, quat = qpos[:, env.act_qadr], qpos[:, a : a + 3], qpos[:, a + 3 : a + 7]
+    assert len({tuple(q) for q in hand.round(6)}) == 3  # hand poses differ
+    assert len({tuple(q) for q in qpos[:, a : a + 7].round(6)}) == 3  # object poses differ
+    assert np.all(np.abs(hand - env.home_q) <= float(params.home_noise) + 1e-6)
+    assert np.all(np.abs(pos - env.obj_rest) <= float(params.object_pos_noise) + 1e-6)
+    np.testing.assert_allclose(np.linalg.norm(quat, axis=1), 1.0, atol=1e-5)
     space = env.critic_observation_space(params)
-    for s in states:
+    for i, s in enumerate(states):
         c = np.asarray(env.critic_observation(s, params))
         assert c.shape == (124,) and c.dtype == np.float32 and space.contains(jnp.asarray(c))
-        np.testing.assert_allclose(c[:24], np.asarray(s.qpos)[:24] - env.home_q, atol=1e-6)
-        np.testing.assert_allclose(c[72:75], np.asarray(s.qpos)[24:27] - env.obj_rest, atol=1e-6)
-        np.testing.assert_allclose(c[75:79], np.asarray(s.qpos)[27:31], atol=1e-6)
+        np.testing.assert_allclose(c[:24], hand[i] - env.home_q, atol=1e-6)  # true angles
+        np.testing.assert_allclose(c[72:75], pos[i] - env.obj_rest, atol=1e-6)
+        np.testing.assert_allclose(c[75:79], quat[i], atol=1e-6)
     obs = np.asarray(env.get_obs(states[0]))
     assert obs.shape == (144,) and env.observation_space(params).contains(jnp.asarray(obs))
 
