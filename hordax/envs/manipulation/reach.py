@@ -49,6 +49,8 @@ class ReachParams:
     precision_gain: jax.Array = 0.0  # + gain exp(-d / 0.01): pays for the last centimetres
     velocity_cost: jax.Array = 0.0  # - cost |qvel|^2 (rad^2/s^2)
     success_radius: jax.Array = 0.02  # m, for the "success" metric only
+    obs_noise: jax.Array = 0.0  # rad, joint-angle observation noise U(-noise, noise)
+    action_noise: jax.Array = 0.0  # action noise U(-noise, noise) before the mapping
 
 
 class Reach(ArmEnv):
@@ -64,6 +66,8 @@ class Reach(ArmEnv):
       ``target_center + U(-target_range, target_range)``; ``mjx.forward`` gives the hand.
     - reward, with ``d = |target - ee|``: ``1 - tanh(reach_sharpness d)`` (robosuite's
       reaching reward) ``+ precision_gain exp(-d / 0.01) - velocity_cost |qvel|^2``.
+    - noise (off by default): ``obs_noise`` on the observed joint angles, ``action_noise``
+      on the applied action (:class:`~hordax.envs.manipulation.base.ArmEnv`).
     - termination: only a non-finite physics state (a guard). truncation: 50 steps.
     - metrics: ``distance`` (m; at an episode's last step, the final distance) and
       ``success`` (``d < success_radius``, 2 cm).
@@ -100,7 +104,8 @@ class Reach(ArmEnv):
         return self.observe(key, state, None, params), state
 
     def step_env(self, key: jax.Array, state: ReachState, action: jax.Array, params: ReachParams):
-        action, ctrl = self.targets(action, params)
+        # fold_in: the noise keys leave the reset's and the step's other draws unchanged
+        action, ctrl = self.targets(action, params, jax.random.fold_in(key, 2))
         data, qpos, qvel, ok = self.step_physics(state.qpos, state.qvel, ctrl, params)
         ee = jnp.where(ok, self.ee_pos(data), state.ee)
         new_state = state.replace(
@@ -129,9 +134,10 @@ class Reach(ArmEnv):
         return obs, new_state, reward, terminated, info
 
     def observe(self, key: jax.Array, state: ReachState, action: Any, params: ReachParams):
+        joints = self.noisy(jax.random.fold_in(key, 1), state.qpos, params.obs_noise)
         obs = jnp.concatenate(
             [
-                state.qpos - self.home_q,
+                joints - self.home_q,
                 jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
                 state.last_action,
                 state.ee,
