@@ -60,6 +60,9 @@ def test_wheel__carries_the_configs_and_its_cli_trains_outside_the_repo(tmp_path
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = "hordax/envs/manipulation/assets"
     assert {f"{assets}/panda.xml", f"{assets}/LICENSE-robosuite"} <= names  # MJCF + licence
+    hand = ROOT / assets / "shadow_hand"  # the Shadow Hand scenes, model, meshes, licence
+    in_tree = {p.relative_to(ROOT).as_posix() for p in hand.rglob("*") if p.is_file()}
+    assert f"{assets}/shadow_hand/LICENSE-shadow_hand" in in_tree and in_tree <= names
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=120)

@@ -109,3 +109,5 @@ register("Drive-GPUDriveJSON-v0", f"{_DRIVE}:DriveLog")
 
 # manipulation family (hordax/envs/manipulation): MuJoCo MJX arms (docs/manipulation.md)
 register("Manip-Reach-v0", "hordax.envs.manipulation.reach:Reach")
+register("Manip-HandSphereRotate-v0", "hordax.envs.manipulation.hand:SphereRotate")
+register("Manip-HandCubeRotateZ-v0", "hordax.envs.manipulation.hand:CubeRotateZ")

@@ -2,9 +2,15 @@
 
 The model is an MJCF file under ``assets/`` (shipped with the package, nothing downloaded),
 compiled once by MuJoCo's C library and copied to JAX with ``mjx.put_model``. The env
-state holds only ``qpos`` and ``qvel`` (the arm models have no activations, contacts or
-constraint solver, so these two arrays are the whole physical state: see
-:func:`control_step`); ``mjx.Data`` is rebuilt from them inside jit.
+state holds only ``qpos`` and ``qvel`` (with the actuator targets ``ctrl`` given each
+step): the family's models have position actuators (no activations) and either no
+contacts (the arms) or contacts with the solver's warm start disabled in the MJCF (the hand
+scenes), so ``(qpos, qvel, ctrl)`` is the whole physical state (see :func:`control_step`);
+``mjx.Data`` is rebuilt from them inside jit.
+
+Domain randomization: :func:`scaled_model` (servo gains, damping), :func:`scaled_friction`
+and :func:`scaled_body` (an object's mass and size) return a modified ``mjx.Model`` from
+traced scalars, so ``vmap`` over env params randomizes per env.
 """
 
 from __future__ import annotations
@@ -84,10 +90,13 @@ def control_step(
     """``n_substeps`` calls of ``mjx.step`` with the actuator inputs held at ``ctrl``, then
     ``mjx.kinematics`` so that ``site_xpos`` and ``xpos`` are those of the final ``qpos``.
 
-    Exact for the family's arm models: with contacts and the constraint solver disabled in
-    the MJCF, ``mj_step`` depends on ``(qpos, qvel, ctrl)`` only (no warm start, no
-    activations), so rebuilding ``mjx.Data`` every control step changes nothing
-    (``tests/envs/manipulation`` compares with MuJoCo C's ``mj_step`` over 200 steps).
+    Exact for the family's models: ``mj_step`` depends on ``(qpos, qvel, ctrl)`` only when
+    no actuator has an activation and the constraint solver does not warm-start from the
+    previous step's accelerations (``qacc_warmstart``). The arm models have no contacts or
+    constraints at all; the hand scenes have contacts and set ``<flag warmstart="disable"/>``
+    in the MJCF that MuJoCo C and MJX both load. Rebuilding ``mjx.Data`` every control
+    step then changes nothing (``tests/envs/manipulation`` compares with MuJoCo C's
+    ``mj_step`` over 200 control steps).
     """
     data = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)
 
@@ -110,8 +119,92 @@ def scaled_model(mx: mjx.Model, base: mujoco.MjModel, gain_scale, damping_scale)
     return mx.replace(actuator_gainprm=gainprm, actuator_biasprm=biasprm, dof_damping=damping)
 
 
+def scaled_friction(mx: mjx.Model, base: mujoco.MjModel, scale, geom_ids=None) -> mjx.Model:
+    """``mx`` with the sliding friction (``geom_friction[:, 0]``) of ``geom_ids`` (all geoms
+    when ``None``) times ``scale`` (a traced scalar). MuJoCo takes the larger coefficient of
+    the two geoms in contact, so scaling every geom scales every contact's friction."""
+    friction = jnp.asarray(base.geom_friction, mx.geom_friction.dtype)
+    ids = slice(None) if geom_ids is None else np.asarray(geom_ids, np.int32)
+    return mx.replace(geom_friction=friction.at[ids, 0].multiply(scale))
+
+
+def scaled_body(
+    mx: mjx.Model, base: mujoco.MjModel, body: int, mass_scale, size_scale
+) -> mjx.Model:
+    """``mx`` with body ``body`` (an object: primitive geoms, e.g. a sphere or a box) scaled:
+    its mass times ``mass_scale * size_scale**3``, its inertia times ``mass_scale *
+    size_scale**5``, its geoms' sizes (and bounding radii) times ``size_scale``. Traced
+    scalars. The constraint solver's diagonal approximation (``body_invweight0``, computed
+    by MuJoCo at compile time) keeps the unscaled value: it only sets the constraints'
+    softness scale, not the dynamics' equations.
+    """
+    geoms = np.flatnonzero(np.asarray(base.geom_bodyid) == body).astype(np.int32)
+    mass = jnp.asarray(base.body_mass, mx.body_mass.dtype)
+    inertia = jnp.asarray(base.body_inertia, mx.body_inertia.dtype)
+    size = jnp.asarray(base.geom_size, mx.geom_size.dtype)
+    rbound = jnp.asarray(base.geom_rbound, mx.geom_rbound.dtype)
+    m = mass_scale * size_scale**3
+    return mx.replace(
+        body_mass=mass.at[body].multiply(m),
+        body_inertia=inertia.at[body].multiply(m * size_scale**2),
+        geom_size=size.at[geoms].multiply(size_scale),
+        geom_rbound=rbound.at[geoms].multiply(size_scale),
+    )
+
+
 def site_id(model: mujoco.MjModel, name: str) -> int:
     return int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name))
+
+
+def body_id(model: mujoco.MjModel, name: str) -> int:
+    i = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name))
+    if i < 0:
+        raise ValueError(f"no body named {name!r} in the model")
+    return i
+
+
+def actuated_joints(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
+    """``(qpos addresses, dof addresses)`` (``np.int32[nu]``) of the joint each actuator
+    drives, in actuator order. Every actuator must drive one hinge or slide joint (the
+    family's position servos); anything else raises ``ValueError``."""
+    ok = np.asarray(model.actuator_trntype) == mujoco.mjtTrn.mjTRN_JOINT
+    joints = np.asarray(model.actuator_trnid)[:, 0]
+    types = np.asarray(model.jnt_type)[joints]
+    scalar = (types == mujoco.mjtJoint.mjJNT_HINGE) | (types == mujoco.mjtJoint.mjJNT_SLIDE)
+    if not np.all(ok & scalar):
+        raise ValueError("every actuator must drive one hinge or slide joint")
+    qadr = np.asarray(model.jnt_qposadr)[joints].astype(np.int32)
+    dadr = np.asarray(model.jnt_dofadr)[joints].astype(np.int32)
+    return qadr, dadr
+
+
+def free_joint(model: mujoco.MjModel, body: str) -> tuple[int, int]:
+    """``(qpos address, dof address)`` of the free joint of body ``body`` (an object):
+    ``qpos[a:a+3]`` is its position (m, world), ``qpos[a+3:a+7]`` its orientation (unit
+    quaternion, w first), ``qvel[d:d+3]`` its linear velocity (m/s, world frame) and
+    ``qvel[d+3:d+6]`` its angular velocity (rad/s, in the body's own frame: see
+    :func:`quat_rotate`)."""
+    b = body_id(model, body)
+    n, j = int(model.body_jntnum[b]), int(model.body_jntadr[b])
+    if n != 1 or model.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE:
+        raise ValueError(f"body {body!r} must have exactly one free joint")
+    return int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+
+
+def quat_rotate(quat: jax.Array, vec: jax.Array) -> jax.Array:
+    """``vec`` (``f32[3]``) rotated by the unit quaternion ``quat`` (``f32[4]``, w first):
+    e.g. a free body's angular velocity from its own frame to the world frame."""
+    w, u = quat[0], quat[1:]
+    t = 2.0 * jnp.cross(u, vec)
+    return vec + w * t + jnp.cross(u, t)
+
+
+def random_quat(key: jax.Array) -> jax.Array:
+    """A uniformly random unit quaternion (``f32[4]``, w first; Shoemake's method)."""
+    u1, u2, u3 = jax.random.uniform(key, (3,), jnp.float32)
+    a, b = jnp.sqrt(1.0 - u1), jnp.sqrt(u1)
+    t2, t3 = 2.0 * jnp.pi * u2, 2.0 * jnp.pi * u3
+    return jnp.stack([b * jnp.cos(t3), a * jnp.sin(t2), a * jnp.cos(t2), b * jnp.sin(t3)])
 
 
 def finite(*arrays: jax.Array) -> jax.Array:

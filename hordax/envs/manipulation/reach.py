@@ -51,6 +51,8 @@ class ReachParams:
     precision_gain: jax.Array = 0.0  # + gain exp(-d / 0.01): pays for the last centimetres
     velocity_cost: jax.Array = 0.0  # - cost |qvel|^2 (rad^2/s^2)
     success_radius: jax.Array = 0.02  # m, for the "success" metric only
+    obs_noise: jax.Array = 0.0  # rad, joint-angle observation noise U(-noise, noise)
+    action_noise: jax.Array = 0.0  # action noise U(-noise, noise) before the mapping
 
 
 class Reach(ArmEnv):
@@ -70,6 +72,8 @@ class Reach(ArmEnv):
       ``target_center + U(-target_range, target_range)``; ``mjx.forward`` gives the hand.
     - reward, with ``d = |target - ee|``: ``1 - tanh(reach_sharpness d)`` (robosuite's
       reaching reward) ``+ precision_gain exp(-d / 0.01) - velocity_cost |qvel|^2``.
+    - noise (off by default): ``obs_noise`` on the observed joint angles, ``action_noise``
+      on the applied action (:class:`~hordax.envs.manipulation.base.ArmEnv`).
     - termination: only a non-finite physics state (a guard). truncation: 50 steps.
     - metrics: ``distance`` (m; at an episode's last step, the final distance) and
       ``success`` (``d < success_radius``, 2 cm).
@@ -114,7 +118,8 @@ class Reach(ArmEnv):
         return self.observe(key, state, None, params), state
 
     def step_env(self, key: jax.Array, state: ReachState, action: jax.Array, params: ReachParams):
-        action, ctrl = self.targets(action, params)
+        # fold_in: the noise keys leave the reset's and the step's other draws unchanged
+        action, ctrl = self.targets(action, params, jax.random.fold_in(key, 2))
         data, qpos, qvel, ok = self.step_physics(state.qpos, state.qvel, ctrl, params)
         ee = jnp.where(ok, self.ee_pos(data), state.ee)
         # Finite difference over the control step: no extra kinematics pass (the hand's
@@ -147,9 +152,10 @@ class Reach(ArmEnv):
 
     def observe(self, key: jax.Array, state: ReachState, action: Any, params: ReachParams):
         span = self.ctrl_high - self.ctrl_low
+        joints = self.noisy(jax.random.fold_in(key, 1), state.qpos, params.obs_noise)
         obs = jnp.concatenate(
             [
-                jnp.clip(state.qpos - self.home_q, -span, span),
+                jnp.clip(joints - self.home_q, -span, span),
                 jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
                 state.last_action,
                 state.ee,
@@ -157,6 +163,10 @@ class Reach(ArmEnv):
             ]
         )
         return jnp.nan_to_num(obs).astype(jnp.float32)
+
+    def render_markers(self, state: ReachState, params: ReachParams) -> list:
+        """The target as a red sphere of the success radius."""
+        return [(np.asarray(state.target), float(params.success_radius), (0.9, 0.1, 0.1, 1.0))]
 
     def observation_space(self, params: ReachParams) -> spaces.Box:
         span = self.ctrl_high - self.ctrl_low

@@ -175,6 +175,8 @@ def test_resets_are_fresh_and_match_forward_kinematics():
         ("home_noise", -0.1, "params.home_noise"),
         ("target_center", np.array([1.0, 0.0, 0.3], np.float32), "params.target_center"),
         ("success_radius", 0.0, "params.success_radius"),
+        ("obs_noise", -0.1, "params.obs_noise"),
+        ("action_noise", np.nan, "params.action_noise"),
     ],
 )
 def test_make_rejects_invalid_params(field, value, match):

@@ -1,0 +1,300 @@
+"""The Shadow Hand in-hand tasks (Manip-HandSphereRotate-v0, Manip-HandCubeRotateZ-v0):
+MJX with contacts against MuJoCo C, fresh resets, truncation's final observation, NaN/inf
+actions, params validation and randomization, the critic observation.
+
+The hand's programs compile slowly on CPU (a jitted step ~90 s here), so each compiled
+program is built once per module and the tests that need one are marked slow.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import hordax
+from hordax.envs.core import step_no_reset
+from hordax.envs.manipulation import physics
+
+SPHERE, CUBE = "Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0"
+SETTLE = 20  # control steps with the hand at home: the object lands in the palm
+T = SETTLE + 200  # control steps of every rollout (one compiled program per env id)
+#: Tolerances of |qpos_MJX - qpos_C| over the 200 control steps (10 s) after SETTLE, the
+#: object in the hand (touching it at > 90% of the steps), float32 MJX against float64
+#: MuJoCo C from the same state under the same actions: (hand joints rad over 200 steps,
+#: hand joints rad over the first 20, object position m over 200, object quaternion over
+#: the first QUAT_STEPS). Measured at these seeds (printed by the test):
+#:   sphere: hand 8.8e-2 (200 steps) / 4.8e-3 (20), position 1.2e-2, quaternion 2.7e-2 (20)
+#:   cube:   hand 8.9e-3 (200 steps) / 1.2e-3 (20), position 2.2e-3, quaternion 1.6e-2 (200)
+#: The two drift apart with contacts because MJX's convex collision and CG solver are not
+#: C's: float64 MJX already differs from C by 2.6e-6 rad one step after first contact, and
+#: C against itself with 4 instead of 8 solver iterations differs by as much (8e-2 rad in
+#: 200 steps). A sphere resting in a hand is neutrally stable (it rolls), so its drift
+#: grows: its orientation (spin) is compared over 20 steps only, where it holds; the
+#: cube's over all 200. Not float precision: the exactness of rebuilding the data each
+#: control step is tested separately (bitwise, in C).
+QPOS_TOL = {SPHERE: (0.2, 0.02, 0.03, 0.06), CUBE: (0.03, 0.01, 0.01, 0.05)}
+QUAT_STEPS = {SPHERE: 20, CUBE: 200}
+#: random finger actions U(-0.3, 0.3), wrist held at home: the hand moves, the object stays
+#: in it (a tilting wrist rolls the sphere out within ~2 s)
+ACTION_SIZE = 0.3
+
+
+@functools.cache
+def _env(env_id):
+    return hordax.make(env_id)
+
+
+@functools.cache
+def _compiled_rollout(env_id):
+    env, _ = _env(env_id)
+
+    @jax.jit
+    def run(key, actions, params):
+        _, state0 = env.reset(key, params)
+
+        def body(state, a):
+            _, state, _, term, _, info = step_no_reset(env, key, state, a, params)
+            return state, (state.qpos, state.qvel, term, info["metrics"]["drop"])
+
+        _, out = jax.lax.scan(body, state0, actions)
+        return state0, *out
+
+    return run
+
+
+def _rollout(env_id, key, actions, params=None):
+    """jit(scan) of ``step_no_reset`` over ``actions`` (padded with zeros to ``T``) from
+    ``reset(key)``: ``(reset state, qpos f32[T, 31], qvel f32[T, 30], terminated [T],
+    drop [T])``."""
+    env, default = _env(env_id)
+    actions = jnp.zeros((T, env.nu), jnp.float32).at[: len(actions)].set(actions)
+    return _compiled_rollout(env_id)(key, actions, default if params is None else params)
+
+
+def _ctrl(env, params, a):
+    model = physics.load_model(env.model_file)
+    low, high = model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1]
+    home = np.asarray(env.home, np.float64)
+    scale = np.asarray(params.action_scale, np.float64)
+    return np.clip(home + scale * np.clip(a, -1.0, 1.0), low, high)
+
+
+def _c_rollout(env, params, qpos0, qvel0, actions, model=None):
+    """The same control sequence with MuJoCo C (float64): ``mj_step`` x ``n_substeps``
+    from ``(qpos0, qvel0)``; returns ``(qpos [n, nq], contacts per step [n])``."""
+    model = physics.load_model(env.model_file) if model is None else model
+    data = mujoco.MjData(model)
+    data.qpos[:], data.qvel[:] = qpos0, qvel0
+    out, ncon = [], []
+    for a in actions:
+        data.ctrl[:] = _ctrl(env, params, a)
+        for _ in range(env.n_substeps):
+            mujoco.mj_step(model, data)
+        out.append(data.qpos.copy())
+        ncon.append(data.ncon)
+    return np.stack(out), np.array(ncon)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("env_id", [SPHERE, CUBE])
+def test_mjx_with_contacts_matches_mujoco_c_over_200_control_steps(env_id):
+    """Must-show of #17 with contacts: after SETTLE steps at home (the object lands in the
+    palm; the landing impact itself is left out), 200 random finger actions through the env
+    under jit(scan) and through MuJoCo C's mj_step (float64) from the same state give the
+    same qpos within QPOS_TOL (hand joints, object position, object orientation over
+    QUAT_STEPS); the object stays in the hand, touching it."""
+    env, params = _env(env_id)
+    actions = ACTION_SIZE * jax.random.uniform(jax.random.key(7), (T, env.nu), minval=-1.0)
+    actions = actions.at[:, :2].set(0.0).at[:SETTLE].set(0.0)
+    _, qpos, qvel, term, _ = _rollout(env_id, jax.random.key(3), actions)
+    q0 = np.asarray(qpos[SETTLE - 1], np.float64)
+    v0 = np.asarray(qvel[SETTLE - 1], np.float64)
+    ref, ncon = _c_rollout(env, params, q0, v0, np.asarray(actions[SETTLE:]))
+    err = np.abs(np.asarray(qpos[SETTLE:], np.float64) - ref)
+    hand, pos, quat = err[:, :24], err[:, 24:27], err[:, 27:]
+    print(f"{env_id}: max |dq| hand {hand.max():.2e} rad, object position {pos.max():.2e} m, "
+          f"object quaternion {quat[:20].max():.2e} (20 steps) {quat.max():.2e} (200); "
+          f"hand at 20/100/200 steps {hand[:20].max():.2e} {hand[:100].max():.2e}; "
+          f"C contacts min/mean {ncon.min()}/{ncon.mean():.1f}")  # fmt: skip
+    assert not np.any(np.asarray(term))
+    assert np.mean(ncon > 0) > 0.9  # the object touches the hand (almost) every step
+    assert np.max(np.abs(ref[1:, :24] - ref[:-1, :24])) > 0.05  # the hand really moves
+    hand_tol, hand20_tol, pos_tol, quat_tol = QPOS_TOL[env_id]
+    assert hand.max() < hand_tol, f"hand |dq| {hand.max():.2e} at step {hand.max(1).argmax()}"
+    assert hand[:20].max() < hand20_tol
+    assert pos.max() < pos_tol, f"object |dp| {pos.max():.2e} at step {pos.max(1).argmax()}"
+    assert quat[: QUAT_STEPS[env_id]].max() < quat_tol
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("env_id", [SPHERE, CUBE])
+def test_rebuilding_the_data_each_control_step_is_exact_without_warm_start(env_id):
+    """The design's premise (physics.control_step): with the scene's warm start disabled,
+    MuJoCo C continuing one MjData and C rebuilding a fresh MjData from ``(qpos, qvel,
+    ctrl)`` each control step give bitwise-identical trajectories over 100 contact-rich
+    steps; with the warm start enabled they differ (so the flag is what makes it exact)."""
+    env, params = _env(env_id)
+    rng = np.random.default_rng(0)
+    actions = ACTION_SIZE * rng.uniform(-1.0, 1.0, (100, env.nu))
+    actions[:, :2] = 0.0
+
+    def both(model):
+        """``(qpos of one continuing MjData, qpos of a fresh MjData per control step)``."""
+        qpos0 = model.qpos0.copy()
+        qpos0[env.act_qadr] = env.home
+        whole, _ = _c_rollout(env, params, qpos0, np.zeros(model.nv), actions, model)
+        q, v, out = qpos0, np.zeros(model.nv), []
+        for a in actions:
+            data = mujoco.MjData(model)  # only (qpos, qvel, ctrl) carry over
+            data.qpos[:], data.qvel[:], data.ctrl[:] = q, v, _ctrl(env, params, a)
+            for _ in range(env.n_substeps):
+                mujoco.mj_step(model, data)
+            q, v = data.qpos.copy(), data.qvel.copy()
+            out.append(q)
+        return whole, np.stack(out)
+
+    model = physics.load_model(env.model_file)
+    assert model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_WARMSTART
+    whole, rebuilt = both(model)
+    np.testing.assert_array_equal(whole, rebuilt)
+    warm = mujoco.MjModel.from_xml_path(physics.asset_path(env.model_file))
+    warm.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_WARMSTART)
+    whole, rebuilt = both(warm)
+    assert np.abs(whole - rebuilt).max() > 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_nan_and_inf_actions_act_as_home_and_bounds_and_keep_the_state_finite():
+    """NaN entries act as 0 (the home pose), +-inf as +-1 (the action contract), and the
+    state stays finite with the object in the hand."""
+    nan = jnp.full((3, 24), jnp.nan).at[1].set(jnp.inf).at[2].set(-jnp.inf)
+    same = jnp.zeros((3, 24)).at[1].set(1.0).at[2].set(-1.0)
+    _, a, va, term, _ = _rollout(SPHERE, jax.random.key(1), nan)
+    _, b, _, _, _ = _rollout(SPHERE, jax.random.key(1), same)
+    np.testing.assert_array_equal(np.asarray(a[:3]), np.asarray(b[:3]))
+    assert np.all(np.isfinite(np.asarray(a))) and np.all(np.isfinite(np.asarray(va)))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_resets_are_fresh_and_the_critic_observation_is_privileged():
+    """Each reset draws a new hand pose and object pose (inside jit, within the documented
+    spreads); the critic observation (f32[124], in its space) carries the true joint
+    angles, the object's offset from its rest point and its orientation."""
+    env, params = _env(SPHERE)
+    states = [_rollout(SPHERE, jax.random.key(k), jnp.zeros((1, 24)))[0] for k in (11, 12, 13)]
+    qpos = np.stack([np.asarray(s.qpos) for s in states])
+    a = env.obj_qadr  # the object's free joint: position qpos[a:a+3], quaternion [a+3:a+7]
+    hand, pos, quat = qpos[:, env.act_qadr], qpos[:, a : a + 3], qpos[:, a + 3 : a + 7]
+    assert len({tuple(q) for q in hand.round(6)}) == 3  # hand poses differ
+    assert len({tuple(q) for q in qpos[:, a : a + 7].round(6)}) == 3  # object poses differ
+    assert np.all(np.abs(hand - env.home_q) <= float(params.home_noise) + 1e-6)
+    assert np.all(np.abs(pos - env.obj_rest) <= float(params.object_pos_noise) + 1e-6)
+    np.testing.assert_allclose(np.linalg.norm(quat, axis=1), 1.0, atol=1e-5)
+    space = env.critic_observation_space(params)
+    for i, s in enumerate(states):
+        c = np.asarray(env.critic_observation(s, params))
+        assert c.shape == (124,) and c.dtype == np.float32 and space.contains(jnp.asarray(c))
+        np.testing.assert_allclose(c[:24], hand[i] - env.home_q, atol=1e-6)  # true angles
+        np.testing.assert_allclose(c[72:75], pos[i] - env.obj_rest, atol=1e-6)
+        np.testing.assert_allclose(c[75:79], quat[i], atol=1e-6)
+    obs = np.asarray(env.get_obs(states[0]))
+    assert obs.shape == (144,) and env.observation_space(params).contains(jnp.asarray(obs))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_truncation_gives_the_final_observation_and_a_fresh_start_in_the_slot():
+    """max_steps_in_episode=3: the third step truncates (not terminates), its
+    info["final_observation"] is the last observation of the episode, and the auto-reset
+    starts the next episode at time 0 from a new hand and object pose."""
+    env, params = _env(SPHERE)
+    params = params.replace(max_steps_in_episode=3)
+
+    @jax.jit
+    def run(key):
+        obs0, state0 = env.reset(key, params)
+
+        def body(state, k):
+            obs, state, r, term, trunc, info = env.step(k, state, jnp.zeros(24), params)
+            return state, (obs, state.qpos, state.time, term, trunc, info["final_observation"])
+
+        return state0, jax.lax.scan(body, state0, jax.random.split(key, 7))[1]
+
+    state0, (obs, qpos, time, term, trunc, final) = run(jax.random.key(21))
+    trunc, term, time = np.asarray(trunc), np.asarray(term), np.asarray(time)
+    assert trunc.tolist() == [False, False, True, False, False, True, False]
+    assert not term.any()
+    assert time.tolist() == [1, 2, 0, 1, 2, 0, 1]
+    # the final observation is the episode's own (its history ends with step 3's angles),
+    # the returned observation the new episode's
+    assert not np.allclose(np.asarray(final[2]), np.asarray(obs[2]))
+    np.testing.assert_array_equal(np.asarray(final[1]), np.asarray(obs[1]))
+    starts = [np.asarray(state0.qpos), np.asarray(qpos[2]), np.asarray(qpos[5])]
+    assert len({tuple(q.round(6)) for q in starts}) == 3
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("action_scale", -np.ones(24, np.float32), "params.action_scale"),
+        ("friction_scale", 0.0, "params.friction_scale"),
+        ("object_mass_scale", -1.0, "params.object_mass_scale"),
+        ("object_size_scale", 2.0, "params.object_size_scale"),
+        ("obs_noise", -0.1, "params.obs_noise"),
+        ("action_noise", np.inf, "params.action_noise"),
+        ("drop_distance", 0.0, "params.drop_distance"),
+        ("drop_z", 0.5, "params.drop_z"),
+        ("rotation_axis", np.zeros(3, np.float32), "params.rotation_axis"),
+        ("torque_cost", -1.0, "params.torque_cost"),
+        ("max_steps_in_episode", 0, "params.max_steps_in_episode"),
+    ],
+)
+def test_make_rejects_invalid_params(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        hordax.make(SPHERE, **{field: value})
+
+
+@pytest.mark.timeout(120)
+def test_domain_randomization_params_reach_the_device_model():
+    """friction_scale, object_mass_scale and object_size_scale change exactly the fields
+    they document (the object's mass x m s^3, inertia x m s^5, geom size x s; every geom's
+    sliding friction x f) and nothing else; vmap over params gives per-env models."""
+    env, params = _env(CUBE)
+    base = env.sim_model(params)
+    p = params.replace(friction_scale=0.8, object_mass_scale=1.5, object_size_scale=1.1)
+    mx = env.sim_model(p)
+    b, g = env.obj_body, int(np.flatnonzero(env.model.geom_bodyid == env.obj_body)[0])
+    np.testing.assert_allclose(mx.body_mass[b], base.body_mass[b] * 1.5 * 1.1**3, rtol=1e-6)
+    np.testing.assert_allclose(mx.body_inertia[b], base.body_inertia[b] * 1.5 * 1.1**5, rtol=1e-6)
+    np.testing.assert_allclose(mx.geom_size[g], base.geom_size[g] * 1.1, rtol=1e-6)
+    np.testing.assert_allclose(mx.geom_friction[:, 0], base.geom_friction[:, 0] * 0.8, rtol=1e-6)
+    others = np.arange(env.model.nbody) != b
+    np.testing.assert_array_equal(mx.body_mass[others], base.body_mass[others])
+    np.testing.assert_array_equal(mx.geom_friction[:, 1:], base.geom_friction[:, 1:])
+    sizes = jnp.array([0.9, 1.0, 1.2], jnp.float32)
+    batch = jax.vmap(lambda s: env.sim_model(params.replace(object_size_scale=s)).geom_size)(sizes)
+    np.testing.assert_allclose(batch[:, g, 0], np.asarray(sizes) * 0.025, rtol=1e-6)
+
+
+@pytest.mark.timeout(60)
+def test_quaternion_helpers_match_mujoco():
+    """physics.quat_rotate equals MuJoCo's mju_rotVecQuat; random_quat gives unit
+    quaternions spread over the sphere (mean of w^2 = 1/4 for a uniform rotation)."""
+    quats = np.asarray(jax.vmap(physics.random_quat)(jax.random.split(jax.random.key(0), 2000)))
+    np.testing.assert_allclose(np.linalg.norm(quats, axis=1), 1.0, atol=1e-5)
+    assert abs(np.mean(quats[:, 0] ** 2) - 0.25) < 0.02
+    vec = np.array([0.3, -1.2, 0.7])
+    for q in quats[:5]:
+        ref = np.zeros(3)
+        mujoco.mju_rotVecQuat(ref, vec, q.astype(np.float64))
+        got = np.asarray(physics.quat_rotate(jnp.asarray(q), jnp.asarray(vec, jnp.float32)))
+        np.testing.assert_allclose(got, ref, atol=1e-5)
