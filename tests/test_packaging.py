@@ -59,7 +59,11 @@ def test_wheel__carries_the_configs_and_its_cli_trains_outside_the_repo(tmp_path
     assert {"hordax/configs/train.yaml", "hordax/configs/tuned/Pendulum-v1_ppo.yaml"} <= shipped
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = "hordax/envs/manipulation/assets"
-    assert {f"{assets}/panda.xml", f"{assets}/LICENSE-robosuite"} <= names  # MJCF + licence
+    assert {
+        f"{assets}/panda.xml",
+        f"{assets}/panda_push.xml",
+        f"{assets}/LICENSE-robosuite",
+    } <= names
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], timeout=120)

@@ -109,3 +109,4 @@ register("Drive-GPUDriveJSON-v0", f"{_DRIVE}:DriveLog")
 
 # manipulation family (hordax/envs/manipulation): MuJoCo MJX arms (docs/manipulation.md)
 register("Manip-Reach-v0", "hordax.envs.manipulation.reach:Reach")
+register("Manip-Push-v0", "hordax.envs.manipulation.push:Push")
