@@ -16,6 +16,7 @@ import pytest
 import hordax
 from hordax.envs.core import step_no_reset
 from hordax.envs.manipulation import physics
+from hordax.envs.manipulation.push import CUBE_REST_Z
 
 ID = "Manip-Push-v0"
 T = 200  # every rollout has this length (one compiled program for the module)
@@ -215,7 +216,7 @@ def test_resets_are_fresh_at_rest_and_match_forward_kinematics():
     lo = np.asarray(params.cube_center - params.cube_range)
     hi = np.asarray(params.cube_center + params.cube_range)
     assert np.all((qpos[:, 7:9] >= lo - 1e-6) & (qpos[:, 7:9] <= hi + 1e-6))
-    np.testing.assert_allclose(qpos[:, 9], 0.025, atol=1e-6)  # on the table
+    np.testing.assert_allclose(qpos[:, 9], CUBE_REST_Z, atol=1e-7)  # resting on the table
     np.testing.assert_allclose(np.linalg.norm(qpos[:, 10:], axis=1), 1.0, atol=1e-6)
     yaw = 2 * np.arctan2(qpos[:, 13], qpos[:, 10])
     assert np.all(np.abs(yaw) <= float(params.cube_yaw_range) + 1e-5)
