@@ -132,7 +132,7 @@ def _compare(params, actions):
 
 
 #: max |qpos_MJX - qpos_C| over 200 control steps with table contacts only (rad and m).
-#: Measured 2.2e-6 (see the test); the arm alone without contacts: 4.9e-6 (Reach).
+#: Measured 2.0e-6 (see the test); the arm alone without contacts: 4.9e-6 (Reach).
 TABLE_TOL = 2e-5
 
 
@@ -164,7 +164,7 @@ def test_mjx_matches_mujoco_c_over_200_steps_with_table_contacts():
 
 
 #: max |qpos_MJX - qpos_C| while the fingers push the cube 23 cm (float32 MJX, float64 C).
-#: Measured (see the test): no contact with the cube yet (40 steps) 6e-7; over 200 steps
+#: Measured (see the test): no contact with the cube yet (37 steps) 1.6e-6; over 200 steps
 #: arm 1.5e-4 rad, cube 7.2 mm and 0.096 in its quaternion. MJX run in float64
 #: (jax_enable_x64) gives the same numbers to 3 digits: the gap is not float32 rounding but
 #: MJX's box contacts (its generic convex colliders for sphere-box and plane-box) against
