@@ -100,6 +100,15 @@ MULTI_AGENT_INFO_KEYS = frozenset({"agent_terminated", "agent_mask"})
 
 ROLLOUT_STEPS = 200  # random-action episode length for spaces/finiteness/multi-agent checks
 _TOL = {"rtol": 1e-5, "atol": 1e-5}
+#: Float tolerance of the batched-vs-single and jit-vs-eager comparisons for envs with
+#: contact physics (MJX with a constraint solver: Manip-Push-v0, the Shadow Hand tasks).
+#: Two XLA programs of the same step (vmapped or not, fused differently) round differently
+#: in the last ulp, and stiff contacts amplify that within a few control steps: measured
+#: 2.7e-5 rad/s on Push's resting cube's angular velocity, 5.2e-5 rad/s on the hand's joint
+#: velocities (2.3 rad/s) at step 2, against 1e-5 elsewhere. 1e-3 keeps a 20x margin; the
+#: defects these checks exist for (a slot's data mixed up, params ignored, a branch taken
+#: differently) give differences of the size of the values themselves.
+CONTACT_TOL = {"rtol": 1e-3, "atol": 1e-3}
 _fresh_tag = itertools.count()
 
 
@@ -986,8 +995,10 @@ def check_jit_matches_eager(
     key: jax.Array | None = None,
     num_steps: int = 4,
     max_steps: int = 2,
+    tol: dict | None = None,
 ) -> None:
-    """Jitted ``reset``/``step`` equal the same calls under ``jax.disable_jit()`` (atol 1e-5).
+    """Jitted ``reset``/``step`` equal the same calls under ``jax.disable_jit()`` (atol 1e-5;
+    ``tol``: other ``rtol``/``atol``, see :data:`CONTACT_TOL`).
 
     Uses ``max_steps_in_episode=max_steps`` so the auto-reset branch is exercised too. The
     jitted side is the env's own jitted ``reset``/``step`` (the programs that users call), not
@@ -1012,9 +1023,9 @@ def check_jit_matches_eager(
     with jax.disable_jit():
         eager = run()
     try:
-        assert_trees_close(eager[0], jitted[0], "reset (eager vs jit)", **_TOL)
+        assert_trees_close(eager[0], jitted[0], "reset (eager vs jit)", **(tol or _TOL))
         for t in range(1, num_steps + 1):
-            assert_trees_close(eager[t], jitted[t], f"step {t} (eager vs jit)", **_TOL)
+            assert_trees_close(eager[t], jitted[t], f"step {t} (eager vs jit)", **(tol or _TOL))
     except AssertionError as err:
         _fail(env, "jit_matches_eager", str(err))
 
@@ -1042,8 +1053,10 @@ def check_vmap_states(
     num_envs: int = 4,
     num_steps: int = 4,
     max_steps: int = 3,
+    tol: dict | None = None,
 ) -> None:
-    """``jax.vmap(env.step)`` over ``num_envs`` keys/states equals ``num_envs`` separate calls.
+    """``jax.vmap(env.step)`` over ``num_envs`` keys/states equals ``num_envs`` separate calls
+    (floats within 1e-5; ``tol``: other ``rtol``/``atol``, see :data:`CONTACT_TOL`).
 
     ``max_steps_in_episode=max_steps`` < ``num_steps`` puts an auto-reset inside the batch.
     The separate calls are the contract program's un-vmapped reference (a ``lax.map`` over
@@ -1058,7 +1071,7 @@ def check_vmap_states(
     data = _contract_data(env, params, key, "vmap", **sizes)
     try:
         for what, i, batched, single in _vmap_pairs(data, 0, num_envs, num_steps):
-            assert_trees_close(batched, single, f"vmap {what}, env {i}", **_TOL)
+            assert_trees_close(batched, single, f"vmap {what}, env {i}", **(tol or _TOL))
     except AssertionError as err:
         _fail(env, "vmap_states", str(err))
 
@@ -1070,8 +1083,10 @@ def check_vmap_params(
     num_envs: int = 4,
     num_steps: int = 4,
     scale: float = 0.05,
+    tol: dict | None = None,
 ) -> None:
-    """``vmap`` over ``num_envs`` *different* params equals one un-vmapped call per instance.
+    """``vmap`` over ``num_envs`` *different* params equals one un-vmapped call per instance
+    (floats within 1e-5; ``tol``: other ``rtol``/``atol``, see :data:`CONTACT_TOL`).
 
     Params come from :func:`perturb_params` (float leaf ``i`` times ``1 + scale * i``): this
     is domain randomization by ``vmap`` over params. Every instance uses the same keys, so
@@ -1085,7 +1100,8 @@ def check_vmap_params(
     data = _contract_data(env, params, key, "vmap", **sizes)
     try:
         for what, i, batched, single in _vmap_pairs(data, num_envs, num_envs, num_steps):
-            assert_trees_close(batched, single, f"vmap-over-params {what}, params {i}", **_TOL)
+            where = f"vmap-over-params {what}, params {i}"
+            assert_trees_close(batched, single, where, **(tol or _TOL))
     except AssertionError as err:
         _fail(env, prop, str(err))
     if not jax.tree.leaves(_float_axes(params)):  # nothing differs between the instances
@@ -1319,8 +1335,10 @@ def check_batch_resets(
     num_steps: int = 8,
     max_steps: int = 3,
     reset_pool: int = 1,
+    tol: dict | None = None,
 ) -> None:
-    """The batch layer's amortized fresh resets equal gymnax's in-step resets.
+    """The batch layer's amortized fresh resets equal gymnax's in-step resets (``tol``:
+    float ``rtol``/``atol`` other than 1e-5, see :data:`CONTACT_TOL`).
 
     ``VecEnv(env, num_envs, reset_pool=1)`` steps without the reset and resets the finished
     slots one pool round at a time; with ``max_steps_in_episode=max_steps`` every env
@@ -1360,7 +1378,7 @@ def check_batch_resets(
                     mask = info.pop("next_agent_mask")
                     expected = np.asarray(env.agent_mask(single[1], params))
                     assert np.array_equal(mask, expected), f"{where}: next_agent_mask"
-                assert_trees_close((*pooled[:5], info), single, where, **_TOL)
+                assert_trees_close((*pooled[:5], info), single, where, **(tol or _TOL))
     except AssertionError as err:
         _fail(env, prop, str(err))
     done = np.asarray(outs[3]) | np.asarray(outs[4])

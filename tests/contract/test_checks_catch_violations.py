@@ -145,6 +145,14 @@ CASES = [
         r"step 1 \(eager vs jit\)",
     ),
     (IgnoresParams, testing.check_vmap_params, "ignore the params"),
+    # the contact envs' tolerance (test_env_contract.CONTACT_IDS) still sees the defect
+    (
+        TracedDiffersFromEager,
+        functools.partial(
+            testing.check_jit_matches_eager, num_steps=1, max_steps=2, tol=testing.CONTACT_TOL
+        ),
+        r"step 1 \(eager vs jit\)",
+    ),
     (TimeLimitInTerminated, testing.check_terminal_semantics, "must not fold into terminated"),
     (CachedReset, testing.check_fresh_resets, "start in the same state"),
     (CachedReset, testing.check_batch_resets, r"4 envs reset on step 3 all start alike"),

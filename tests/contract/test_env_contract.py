@@ -81,6 +81,15 @@ FULL_TIER_FAMILIES = {
 #: primitive dispatches, mostly MJX's vmapped tree scans), so 1 step instead of 4 saves
 #: ~6 minutes. ``tests/contract/test_checks_catch_violations.py`` runs these sizes too.
 EAGER_STEP_SIZES = {"manipulation": {"num_steps": 1, "max_steps": 2}}
+#: Envs with contact physics: their batched-vs-single and jit-vs-eager float comparisons use
+#: ``testing.CONTACT_TOL`` (1e-3; stiff contacts amplify last-ulp differences between two
+#: XLA programs of the same step, measured up to 5.2e-5, see its docstring); every other
+#: check, and every other env, keeps 1e-5.
+CONTACT_IDS = frozenset({"Manip-Push-v0", "Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0"})
+
+
+def _tol(env_id: str) -> dict | None:
+    return testing.CONTACT_TOL if env_id in CONTACT_IDS else None
 
 
 def _family(env_id: str) -> str:
@@ -135,19 +144,19 @@ def test_contract__jit_matches_eager(env_id):
     """Jitted reset/step equal the eager ones under jax.disable_jit (atol 1e-5), incl. reset
     (4 steps through two auto-resets; 1 step for the families of EAGER_STEP_SIZES)."""
     sizes = EAGER_STEP_SIZES.get(_family(env_id), {})
-    testing.check_jit_matches_eager(*_make(env_id), KEY, **sizes)
+    testing.check_jit_matches_eager(*_make(env_id), KEY, tol=_tol(env_id), **sizes)
 
 
 @pytest.mark.parametrize("env_id", _ids("vmap_states", ALL_IDS))
 def test_contract__vmap_states(env_id):
     """vmap(step) over 4 keys/states equals 4 separate calls (through an auto-reset)."""
-    testing.check_vmap_states(*_make(env_id), KEY)
+    testing.check_vmap_states(*_make(env_id), KEY, tol=_tol(env_id))
 
 
 @pytest.mark.parametrize("env_id", _ids("vmap_params", ALL_IDS))
 def test_contract__vmap_params(env_id):
     """vmap over 4 different params (float leaves x(1 + 0.05 i)) equals 4 un-vmapped calls."""
-    testing.check_vmap_params(*_make(env_id), KEY)
+    testing.check_vmap_params(*_make(env_id), KEY, tol=_tol(env_id))
 
 
 @pytest.mark.parametrize("env_id", _ids("terminal_semantics", ALL_IDS))
@@ -169,7 +178,7 @@ def test_contract__fresh_resets(env_id):
 def test_contract__batch_resets(env_id):
     """VecEnv(4 envs, reset_pool=1) over 8 steps with max_steps=3 (every env truncates at
     once: overflow rounds) equals in-step resets exactly; the burst's starts differ."""
-    testing.check_batch_resets(*_make(env_id), KEY)
+    testing.check_batch_resets(*_make(env_id), KEY, tol=_tol(env_id))
 
 
 @pytest.mark.parametrize("env_id", _ids("finite", ALL_IDS))
@@ -259,6 +268,7 @@ def test_contract__suite_covers_every_class_and_gymnax_ids():
     classes = {entry_point(i) or i for i in hordax.registered_envs()}
     assert {entry_point(i) or i for i in HORDAX_IDS} == classes
     assert set(EVERY_HORDAX_ID) == set(hordax.registered_envs())
+    assert CONTACT_IDS <= set(HORDAX_IDS)  # a renamed contact env keeps its tolerance
     assert {"Debug-PointMass-v0", "Debug-MultiPointMass-v0"} <= set(HORDAX_IDS)
     # The everyday tier's ids are suite ids, and every family (hordax.envs.<family>) has one.
     family = _family
