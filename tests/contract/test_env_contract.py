@@ -4,8 +4,10 @@ A new env passes it just by being registered. The checks live in :mod:`hordax.te
 test here runs one of them per env id. One ``(env, params)`` per id is shared by all tests, so
 each jitted program compiles once per env.
 
-Known violations by gymnax envs are listed in ``KNOWN_VIOLATIONS`` and marked
-``xfail(strict=True)``: the day gymnax fixes one, its test fails and the entry goes.
+Known violations (by gymnax envs; by the MJX Shadow Hand's contact sensitivity to float
+rounding) are listed in ``KNOWN_VIOLATIONS`` and marked ``xfail(strict=True)``: the day one
+is fixed, its test fails and the entry goes. ``SKIPPED_CHECKS`` lists checks that cannot run
+on an env within a test's time (eager MJX of the hand).
 """
 
 from __future__ import annotations
@@ -48,6 +50,22 @@ KNOWN_VIOLATIONS = {
         env="MountainCarContinuous-v0", leaf="velocity"
     ),
 }
+_HAND_VMAP = (
+    "{env}: the Shadow Hand's stiff contacts (finger-finger and finger-object, 0.2 g m^2 "
+    "joints) amplify the last-ulp differences between a vmapped and an un-vmapped XLA "
+    "program beyond the 1e-5 tolerance within 1-2 control steps (measured: qvel max |diff| "
+    "5.2e-5 rad/s on 2.3 rad/s at step 2; docs/manipulation.md, MJX vs C)"
+)
+for _id in ("Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0"):
+    for _check in ("vmap_states", "vmap_params"):
+        KNOWN_VIOLATIONS[(_check, _id)] = _HAND_VMAP.format(env=_id)
+#: (check, env id) -> reason: checks that cannot run on an env in the time a test has.
+SKIPPED_CHECKS = {
+    ("jit_matches_eager", i): f"{i}: eager (op-by-op) MJX of the 24-joint hand with "
+    "contacts ran past the 600 s test timeout on the 2-core CPU (the jitted step is checked "
+    "against MuJoCo C in tests/envs/manipulation/test_manip_hand.py)"
+    for i in ("Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0")
+}
 
 
 #: The everyday tier (``python -m pytest -m "not slow"``) runs every check on one env class
@@ -77,6 +95,8 @@ FULL_TIER_FAMILIES = {
 
 def _marks(check: str, env_id: str, everyday: bool) -> list:
     marks = [] if everyday else [pytest.mark.slow]
+    if (check, env_id) in SKIPPED_CHECKS:
+        marks.append(pytest.mark.skip(reason=SKIPPED_CHECKS[(check, env_id)]))
     if (check, env_id) in KNOWN_VIOLATIONS:
         marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_VIOLATIONS[(check, env_id)]))
     return marks

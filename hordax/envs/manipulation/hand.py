@@ -249,7 +249,7 @@ class HandEnv(ArmEnv):
                 jnp.clip(state.qvel[self.act_dadr], -_QVEL_BOUND, _QVEL_BOUND),
                 jnp.clip(state.actuator_force, -_FORCE_BOUND, _FORCE_BOUND),
                 jnp.clip(pos - self.obj_rest, -_POS_BOUND, _POS_BOUND),
-                quat,
+                jnp.clip(quat, -1.0, 1.0),  # a float32 unit quaternion may exceed 1 by an ulp
                 jnp.clip(linvel, -lin_b, lin_b),
                 jnp.clip(angvel, -ang_b, ang_b),
                 jnp.clip(tips, -_POS_BOUND, _POS_BOUND),
