@@ -59,6 +59,11 @@ _HAND_VMAP = (
 for _id in ("Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0"):
     for _check in ("vmap_states", "vmap_params"):
         KNOWN_VIOLATIONS[(_check, _id)] = _HAND_VMAP.format(env=_id)
+KNOWN_VIOLATIONS[("batch_resets", "Manip-HandCubeRotateZ-v0")] = (
+    "Manip-HandCubeRotateZ-v0: the pooled-reset program and the in-step-reset program round "
+    "differently and the falling cube's contacts amplify it past 1e-5 (measured: its "
+    "angular velocity -9.654198 vs -9.65408 rad/s at step 2); the sphere's check passes"
+)
 #: (check, env id) -> reason: checks that cannot run on an env in the time a test has.
 SKIPPED_CHECKS = {
     ("jit_matches_eager", i): f"{i}: eager (op-by-op) MJX of the 24-joint hand with "
@@ -89,7 +94,8 @@ EVERYDAY_CLASSES = frozenset(entry_point(i) or i for i in EVERYDAY_IDS)
 #: Families whose contract runs in the full tier only (their own tests run every day).
 FULL_TIER_FAMILIES = {
     "manipulation": "MJX on 2 CPU cores: Manip-Reach-v0's contract takes 5-12 minutes "
-    "(jit_matches_eager alone 2-5: eager MJX dispatches op by op)",
+    "(jit_matches_eager alone 2-5: eager MJX dispatches op by op); each Shadow Hand id's "
+    "31-32 minutes (its vmap checks ~9 min each, compiling)",
 }
 
 
