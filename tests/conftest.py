@@ -14,6 +14,10 @@ os.environ.setdefault("WANDB_MODE", "offline")
 # A test process or `hordax` subprocess killed by a fatal signal prints its Python stacks on
 # stderr (which the tests show): a rare SIGSEGV of a subprocess was seen twice, without one.
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+# MuJoCo fixes its OpenGL backend at its first import, which a test module may do before
+# hordax.envs.manipulation sets the same headless default (EGL) for its renderer.
+if not os.environ.get("MUJOCO_GL") and not os.environ.get("DISPLAY"):
+    os.environ["MUJOCO_GL"] = "egl"
 
 
 def _share_a_compilation_cache() -> None:

@@ -70,3 +70,38 @@ def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
             im.seek(i)
             total += im.info["duration"]
         assert 2 <= im.n_frames <= frames and total == 150 * frames
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_manip_gif__trains_reach_and_writes_a_gif_of_the_policy(tmp_path):
+    """examples/manip_gif.py runs ``hordax train env=Manip-Reach-v0`` (one update) in its
+    process and writes the evaluation's first episode as a GIF of MuJoCo-rendered frames
+    (320x240): one frame per step plus the first (Reach: 50 steps, never terminated)."""
+    from PIL import Image
+
+    out = tmp_path / "reach.gif"
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "manip_gif.py"),
+            "--steps",
+            "8192",
+            "--episodes",
+            "1",
+            "--run-dir",
+            str(run_dir),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=580,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    frames = int(re.search(r"wrote (\d+) frames", proc.stdout).group(1))
+    assert frames == 51
+    assert (run_dir / "params.msgpack").is_file() and (run_dir / "eval.json").is_file()
+    with Image.open(out) as im:
+        assert im.format == "GIF" and im.size == (320, 240) and 2 <= im.n_frames <= frames

@@ -59,7 +59,11 @@ def test_wheel__carries_the_configs_and_its_cli_trains_outside_the_repo(tmp_path
     assert {"hordax/configs/train.yaml", "hordax/configs/tuned/Pendulum-v1_ppo.yaml"} <= shipped
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = "hordax/envs/manipulation/assets"
-    assert {f"{assets}/panda.xml", f"{assets}/LICENSE-robosuite"} <= names  # MJCF + licence
+    assert {
+        f"{assets}/panda.xml",
+        f"{assets}/panda_push.xml",
+        f"{assets}/LICENSE-robosuite",
+    } <= names  # MJCF + licence
     hand = ROOT / assets / "shadow_hand"  # the Shadow Hand scenes, model, meshes, licence
     in_tree = {p.relative_to(ROOT).as_posix() for p in hand.rglob("*") if p.is_file()}
     assert f"{assets}/shadow_hand/LICENSE-shadow_hand" in in_tree and in_tree <= names

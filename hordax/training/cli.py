@@ -509,12 +509,13 @@ def _eval_task(dict_cfg) -> None:
 
 def _compose_train(overrides: list[str], extra: list[str]) -> Any:
     """The ``train`` config ``overrides`` (then ``extra``) compose to, as ``hordax train``
-    would, from inside another hydra task (``hordax suite``)."""
+    would, from inside another hydra task (``hordax suite``) or a plain script."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     cfg_dir = config_dir()
     args = rewrite_env_override([*overrides, *extra], cfg_dir)
+    _register_schemas()  # from a script (examples/manip_gif.py) no hydra main stored them
     GlobalHydra.instance().clear()  # inside `hordax suite`'s own hydra task
     with initialize_config_dir(str(cfg_dir), version_base=None):
         return compose("train", overrides=args)

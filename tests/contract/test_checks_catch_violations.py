@@ -6,6 +6,8 @@ the test asserts the check aimed at that defect raises ``AssertionError`` naming
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -136,6 +138,12 @@ CASES = [
     (WeakTimeAfterReset, testing.check_traces_once, r"\.time: ~int32\[\] after reset"),
     (NumpyRandomAtTrace, testing.check_determinism, r"run 2 vs run 1.*\.reward"),
     (TracedDiffersFromEager, testing.check_jit_matches_eager, r"step 1 \(eager vs jit\)"),
+    # The one-step sizes test_env_contract.EAGER_STEP_SIZES gives the MJX families.
+    (
+        TracedDiffersFromEager,
+        functools.partial(testing.check_jit_matches_eager, num_steps=1, max_steps=2),
+        r"step 1 \(eager vs jit\)",
+    ),
     (IgnoresParams, testing.check_vmap_params, "ignore the params"),
     (TimeLimitInTerminated, testing.check_terminal_semantics, "must not fold into terminated"),
     (CachedReset, testing.check_fresh_resets, "start in the same state"),

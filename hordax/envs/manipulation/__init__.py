@@ -5,7 +5,15 @@
   kinematics (``mjx.forward``) used by resets.
 - ``base``: :class:`~hordax.envs.manipulation.base.ArmEnv`, the shared gymnax environment:
   joint-position targets as offsets around a home pose, fresh resets, NaN handling.
+- ``render``: ``env.render(state, params)`` frames with MuJoCo's offscreen renderer.
 - tasks: ``reach`` (``Manip-Reach-v0``, the robosuite Panda arm, no contacts).
 
 Nothing is imported here: ``mujoco`` loads only when a manipulation id is made.
 """
+
+import os as _os
+
+# MuJoCo chooses its OpenGL backend when mujoco is first imported; without a display the
+# default (GLFW) cannot render, EGL can (GPU, or Mesa's software driver on a CPU).
+if not _os.environ.get("MUJOCO_GL") and not _os.environ.get("DISPLAY"):
+    _os.environ["MUJOCO_GL"] = "egl"

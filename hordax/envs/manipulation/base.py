@@ -50,6 +50,9 @@ class ArmEnv(Environment):
     home: tuple[float, ...] = ()
     #: physics steps per control step (control period = n_substeps * model timestep)
     n_substeps: int = 5
+    #: render camera: the point it looks at (m, world) and its distance (m)
+    camera_lookat: tuple[float, float, float] = (0.3, 0.0, 0.35)
+    camera_distance: float = 1.6
 
     def __init__(self):
         super().__init__()
@@ -147,6 +150,18 @@ class ArmEnv(Environment):
 
     def action_space(self, params: Any) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (self.nu,), jnp.float32)
+
+    def render_markers(self, state: Any, params: Any) -> list:
+        """Task markers that are not bodies of the model (:data:`render.Marker` tuples)."""
+        return []
+
+    def render(self, state: Any, params: Any) -> np.ndarray:
+        """``uint8[240, 320, 3]``: MuJoCo's offscreen render of one env's ``state.qpos``
+        with the task's markers (host side, outside jit; see :mod:`.render`)."""
+        from hordax.envs.manipulation.render import default_camera, render_frame
+
+        camera = default_camera(self.camera_lookat, self.camera_distance)
+        return render_frame(self.model, state.qpos, self.render_markers(state, params), camera)
 
     def validate_params(self, params: Any) -> None:
         super().validate_params(params)

@@ -16,6 +16,7 @@ from hordax.envs.manipulation.base import ArmEnv, check_lower_bounds
 #: robosuite's Panda ``init_qpos`` (robosuite/models/robots/manipulators/panda_robot.py)
 PANDA_HOME = (0.0, math.pi / 16, 0.0, -math.pi / 2 - math.pi / 3, 0.0, math.pi - 0.2, math.pi / 4)
 _QVEL_BOUND = 50.0  # rad/s, observation clip
+_EE_VEL_BOUND = 10.0  # m/s, critic observation clip (the Panda's hand peaks near 2 m/s)
 
 
 @struct.dataclass
@@ -24,6 +25,7 @@ class ReachState:
     qvel: jax.Array  # f32[7] joint velocities (rad/s)
     last_action: jax.Array  # f32[7] the previous (clipped) action
     ee: jax.Array  # f32[3] end-effector position (m, world)
+    ee_vel: jax.Array  # f32[3] end effector's mean velocity over the last control step (m/s)
     target: jax.Array  # f32[3] target position (m, world)
     time: jax.Array  # i32[]
 
@@ -56,8 +58,12 @@ class ReachParams:
 class Reach(ArmEnv):
     """The robosuite Panda arm (7 joints, position servos) reaches a target drawn every reset.
 
-    - observation ``f32[27]``: joint angles - home (7), joint velocities (7, clipped to
-      +-50 rad/s), last action (7), end-effector position (3), target - end effector (3).
+    - observation ``f32[27]``: joint angles - home (7, clipped to +- the joint's range
+      width), joint velocities (7, clipped to +-50 rad/s), last action (7), end-effector
+      position (3), target - end effector (3). The joints have no limit constraint (the
+      model has no constraint solver, see ``physics``): targets that jump between the
+      range's ends every step (saturated actions) can swing a light wrist joint past its
+      range, in MuJoCo C as in MJX (joint 6 up to 4.2 rad past home), hence the clip.
     - action ``f32[7]`` in ``[-1, 1]``: joint-position targets ``home + action_scale *
       action`` clipped to the joint ranges; NaN entries act as 0 (the home pose), +-inf and
       out-of-range values are clipped (:class:`~hordax.envs.manipulation.base.ArmEnv`).
@@ -71,6 +77,13 @@ class Reach(ArmEnv):
     - termination: only a non-finite physics state (a guard). truncation: 50 steps.
     - metrics: ``distance`` (m; at an episode's last step, the final distance) and
       ``success`` (``d < success_radius``, 2 cm).
+    - critic observation ``f32[29]`` (privileged, for an asymmetric critic:
+      ``agent.critic_obs=true``; the actor never sees it): joint angles - home (7, not
+      clipped), joint velocities (7, clipped to +-50 rad/s), end-effector position (3),
+      its mean velocity over the last control step (3, m/s, clipped to +-10), target (3),
+      target - end effector (3), distance ``d`` (1), ``log gain_scale`` and
+      ``log damping_scale`` (2: the physics params a domain-randomized run varies, which
+      the actor can only infer).
     """
 
     model_file = "panda.xml"
@@ -98,6 +111,7 @@ class Reach(ArmEnv):
             qvel=data.qvel,
             last_action=jnp.zeros(self.nu, jnp.float32),
             ee=self.ee_pos(data),
+            ee_vel=jnp.zeros(3, jnp.float32),  # at rest
             target=target.astype(jnp.float32),
             time=jnp.int32(0),
         )
@@ -108,8 +122,11 @@ class Reach(ArmEnv):
         action, ctrl = self.targets(action, params, jax.random.fold_in(key, 2))
         data, qpos, qvel, ok = self.step_physics(state.qpos, state.qvel, ctrl, params)
         ee = jnp.where(ok, self.ee_pos(data), state.ee)
+        # Finite difference over the control step: no extra kinematics pass (the hand's
+        # velocity J(q) qdot would need the Jacobian, i.e. a second mjx pass per step).
+        ee_vel = (ee - state.ee) / self.control_dt
         new_state = state.replace(
-            qpos=qpos, qvel=qvel, last_action=action, ee=ee, time=state.time + 1
+            qpos=qpos, qvel=qvel, last_action=action, ee=ee, ee_vel=ee_vel, time=state.time + 1
         )
         distance = jnp.linalg.norm(state.target - ee)
         reach = 1.0 - jnp.tanh(params.reach_sharpness * distance)
@@ -134,10 +151,11 @@ class Reach(ArmEnv):
         return obs, new_state, reward, terminated, info
 
     def observe(self, key: jax.Array, state: ReachState, action: Any, params: ReachParams):
+        span = self.ctrl_high - self.ctrl_low
         joints = self.noisy(jax.random.fold_in(key, 1), state.qpos, params.obs_noise)
         obs = jnp.concatenate(
             [
-                joints - self.home_q,
+                jnp.clip(joints - self.home_q, -span, span),
                 jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
                 state.last_action,
                 state.ee,
@@ -146,12 +164,51 @@ class Reach(ArmEnv):
         )
         return jnp.nan_to_num(obs).astype(jnp.float32)
 
+    def render_markers(self, state: ReachState, params: ReachParams) -> list:
+        """The target as a red sphere of the success radius."""
+        return [(np.asarray(state.target), float(params.success_radius), (0.9, 0.1, 0.1, 1.0))]
+
     def observation_space(self, params: ReachParams) -> spaces.Box:
         span = self.ctrl_high - self.ctrl_low
         high = np.concatenate(
             [span, np.full(7, _QVEL_BOUND), np.ones(7), np.full(3, 1.5), np.full(3, 3.0)]
         ).astype(np.float32)
         return spaces.Box(jnp.asarray(-high), jnp.asarray(high), (27,), jnp.float32)
+
+    def critic_observation(self, state: ReachState, params: ReachParams) -> jax.Array:
+        """``f32[29]``: the privileged observation of ``state`` (see the class docstring)."""
+        to_target = state.target - state.ee
+        crit = jnp.concatenate(
+            [
+                state.qpos - self.home_q,
+                jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
+                state.ee,
+                jnp.clip(state.ee_vel, -_EE_VEL_BOUND, _EE_VEL_BOUND),
+                state.target,
+                to_target,
+                jnp.linalg.norm(to_target)[None],
+                jnp.log(jnp.asarray(params.gain_scale, jnp.float32))[None],
+                jnp.log(jnp.asarray(params.damping_scale, jnp.float32))[None],
+            ]
+        )
+        return jnp.nan_to_num(crit).astype(jnp.float32)
+
+    def critic_observation_space(self, params: ReachParams) -> spaces.Box:
+        high = np.concatenate(
+            [
+                np.full(7, np.inf),  # the true angles (see the observation's clip)
+                np.full(7, _QVEL_BOUND),
+                np.full(3, 1.5),
+                np.full(3, _EE_VEL_BOUND),
+                np.full(3, 1.5),
+                np.full(3, 3.0),
+                [3.0 * math.sqrt(3.0)],
+                np.full(2, np.inf),  # log-scales: any finite value (params are > 0)
+            ]
+        ).astype(np.float32)
+        low = -high
+        low[-3] = 0.0  # the distance
+        return spaces.Box(jnp.asarray(low), jnp.asarray(high), (29,), jnp.float32)
 
     def validate_params(self, params: ReachParams) -> None:
         super().validate_params(params)

@@ -40,17 +40,18 @@ def _compiled_rollout():
 
         def body(state, a):
             _, state, _, term, _, _ = step_no_reset(env, key, state, a, params)
-            return state, (state.qpos, state.ee, term)
+            return state, (state.qpos, state.ee, term, env.critic_observation(state, params))
 
-        _, (qpos, ee, term) = jax.lax.scan(body, state0, actions)
-        return state0, qpos, ee, term
+        _, (qpos, ee, term, crit) = jax.lax.scan(body, state0, actions)
+        return state0, qpos, ee, term, crit
 
     return run
 
 
 def _rollout(key, actions, params):
     """jit(scan) of ``step_no_reset`` over ``actions`` (padded with zeros to ``T`` steps)
-    from ``reset(key)``: ``(reset state, qpos [T, 7], ee [T, 3], terminated [T])``."""
+    from ``reset(key)``: ``(reset state, qpos [T, 7], ee [T, 3], terminated [T], critic
+    observation [T, 29])``."""
     actions = jnp.zeros((T, 7), jnp.float32).at[: len(actions)].set(actions)
     return _compiled_rollout()(key, actions, params)
 
@@ -81,7 +82,7 @@ def test_mjx_rollout_matches_mujoco_c_over_200_control_steps():
     same reset pose under the same 200 random targets, agree in qpos within QPOS_TOL."""
     env, params = _env()
     actions = jax.random.uniform(jax.random.key(7), (200, 7), jnp.float32, -1.0, 1.0)
-    state0, qpos, _, term = _rollout(jax.random.key(3), actions, params)
+    state0, qpos, _, term, _ = _rollout(jax.random.key(3), actions, params)
     ref = _c_rollout(env, params, np.asarray(state0.qpos, np.float64), np.asarray(actions))
     err = np.abs(np.asarray(qpos, np.float64) - ref)
     assert not np.any(np.asarray(term))
@@ -112,6 +113,34 @@ def test_nan_action_acts_as_the_home_pose_and_inf_as_the_bound():
     b = _rollout(jax.random.key(1), same, params)[1][:3]
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert np.all(np.isfinite(np.asarray(a)))
+
+
+def test_critic_observation_is_the_privileged_state():
+    """The critic observation (29 entries) along a rollout: joint state, hand position, its
+    velocity as the finite difference of the hand positions over the control period,
+    target, offset and distance, the log physics scales; inside its space, which the
+    actor's observation (27 entries) is not the same as."""
+    env, params = _env()
+    params = params.replace(gain_scale=2.0, damping_scale=0.5)
+    actions = jax.random.uniform(jax.random.key(4), (20, 7), jnp.float32, -1.0, 1.0)
+    state0, qpos, ee, _, crit = _rollout(jax.random.key(6), actions, params)
+    qpos, ee, crit = np.asarray(qpos), np.asarray(ee), np.asarray(crit)
+    space = env.critic_observation_space(params)
+    assert space.shape == (29,) and crit.shape == (T, 29)
+    assert bool(jax.vmap(space.contains)(jnp.asarray(crit)).all())
+    target = np.asarray(state0.target)
+    np.testing.assert_allclose(crit[:, :7], qpos - np.asarray(env.home), atol=1e-6)
+    np.testing.assert_allclose(crit[:, 14:17], ee, atol=1e-6)
+    ee_prev = np.concatenate([np.asarray(state0.ee)[None], ee[:-1]])
+    vel = (ee - ee_prev) / env.control_dt
+    np.testing.assert_allclose(crit[:, 17:20], vel, rtol=1e-4, atol=1e-4)
+    assert np.abs(vel[:20]).max() > 0.05  # the hand moves: the velocity is not trivially 0
+    np.testing.assert_allclose(crit[:, 20:23], np.broadcast_to(target, (T, 3)), atol=1e-6)
+    np.testing.assert_allclose(crit[:, 23:26], target - ee, atol=1e-6)
+    np.testing.assert_allclose(crit[:, 26], np.linalg.norm(target - ee, axis=1), atol=1e-6)
+    np.testing.assert_allclose(crit[:, 27:], np.log([[2.0, 0.5]] * T), atol=1e-6)
+    reset_crit = np.asarray(env.critic_observation(state0, params))
+    np.testing.assert_array_equal(reset_crit[17:20], 0.0)  # resets start at rest
 
 
 def test_resets_are_fresh_and_match_forward_kinematics():
