@@ -4,8 +4,10 @@ A new env passes it just by being registered. The checks live in :mod:`hordax.te
 test here runs one of them per env id. One ``(env, params)`` per id is shared by all tests, so
 each jitted program compiles once per env.
 
-Known violations by gymnax envs are listed in ``KNOWN_VIOLATIONS`` and marked
-``xfail(strict=True)``: the day gymnax fixes one, its test fails and the entry goes.
+Known violations (by gymnax envs; by the MJX Shadow Hand's contact sensitivity to float
+rounding) are listed in ``KNOWN_VIOLATIONS`` and marked ``xfail(strict=True)``: the day one
+is fixed, its test fails and the entry goes. ``SKIPPED_CHECKS`` lists checks that cannot run
+on an env within a test's time (eager MJX of the hand).
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ KNOWN_VIOLATIONS = {
         env="MountainCarContinuous-v0", leaf="velocity"
     ),
 }
+_HAND_VMAP = (
+    "{env}: the Shadow Hand's stiff contacts (finger-finger and finger-object, 0.2 g m^2 "
+    "joints) amplify the last-ulp differences between a vmapped and an un-vmapped XLA "
+    "program beyond the 1e-5 tolerance within 1-2 control steps (measured: qvel max |diff| "
+    "5.2e-5 rad/s on 2.3 rad/s at step 2; docs/manipulation.md, MJX vs C)"
+)
+for _id in ("Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0"):
+    for _check in ("vmap_states", "vmap_params"):
+        KNOWN_VIOLATIONS[(_check, _id)] = _HAND_VMAP.format(env=_id)
+KNOWN_VIOLATIONS[("batch_resets", "Manip-HandCubeRotateZ-v0")] = (
+    "Manip-HandCubeRotateZ-v0: the pooled-reset program and the in-step-reset program round "
+    "differently and the falling cube's contacts amplify it past 1e-5 (measured: its "
+    "angular velocity -9.654198 vs -9.65408 rad/s at step 2); the sphere's check passes"
+)
+#: (check, env id) -> reason: checks that cannot run on an env in the time a test has.
+SKIPPED_CHECKS = {
+    ("jit_matches_eager", i): f"{i}: eager (op-by-op) MJX of the 24-joint hand with "
+    "contacts ran past the 600 s test timeout on the 2-core CPU with a reset and 4 steps "
+    "(measured before EAGER_STEP_SIZES cut manipulation to 1 step; the 1-step check is not "
+    "measured on the hand: drop this entry once it is). The jitted step is checked against "
+    "MuJoCo C in tests/envs/manipulation/test_manip_hand.py"
+    for i in ("Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0")
+}
 
 
 #: The everyday tier (``python -m pytest -m "not slow"``) runs every check on one env class
@@ -71,7 +96,8 @@ EVERYDAY_CLASSES = frozenset(entry_point(i) or i for i in EVERYDAY_IDS)
 #: Families whose contract runs in the full tier only (their own tests run every day).
 FULL_TIER_FAMILIES = {
     "manipulation": "MJX on 2 CPU cores: Manip-Reach-v0's contract takes minutes (each "
-    "compile of its step 20-60 s; an eager step 30-120 s: MJX dispatched op by op)",
+    "compile of its step 20-60 s; an eager step 30-120 s: MJX dispatched op by op); each "
+    "Shadow Hand id's 31-32 minutes (its vmap checks ~9 min each, compiling)",
 }
 #: Families whose eager (``jax.disable_jit``) step costs minutes: jit_matches_eager compares
 #: the reset and ONE step there (``max_steps=2``: the step continues the episode, so the
@@ -100,6 +126,8 @@ def _family(env_id: str) -> str:
 
 def _marks(check: str, env_id: str, everyday: bool) -> list:
     marks = [] if everyday else [pytest.mark.slow]
+    if (check, env_id) in SKIPPED_CHECKS:
+        marks.append(pytest.mark.skip(reason=SKIPPED_CHECKS[(check, env_id)]))
     if (check, env_id) in KNOWN_VIOLATIONS:
         marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_VIOLATIONS[(check, env_id)]))
     return marks

@@ -216,15 +216,22 @@ class HandEnv(ArmEnv):
         """The reward of a step whose physics went non-finite (counted as a drop)."""
         return params.drop_penalty
 
+    def _joint_bound(self) -> np.ndarray:
+        """``np.float32[24]`` bound of ``|angle - home|`` in observations: the servo range's
+        farther end plus 0.5 rad (joint limits are soft: contacts can push a joint past its
+        range; the noise adds up to ``obs_noise``). Observations are clipped to it."""
+        span = np.maximum(self.ctrl_high - self.home_q, self.home_q - self.ctrl_low)
+        return (span + 0.5).astype(np.float32)
+
     def get_obs(self, state: HandState, params: Any = None, key: Any = None) -> jax.Array:
         """Actor observation ``f32[24 (H + 1)]``: joint-angle history - home, last action."""
-        hist = (state.history - self.home_q).reshape(-1)
+        bound = self._joint_bound()
+        hist = jnp.clip(state.history - self.home_q, -bound, bound).reshape(-1)
         return jnp.nan_to_num(jnp.concatenate([hist, state.last_action])).astype(jnp.float32)
 
     def observation_space(self, params: HandParams) -> spaces.Box:
-        # measured angles stay in the joint ranges up to the noise: span + 1 rad bounds them
-        span = np.maximum(self.ctrl_high - self.home_q, self.home_q - self.ctrl_low) + 1.0
-        high = np.concatenate([np.tile(span, self.history_len), np.ones(self.nu)])
+        bound = self._joint_bound()
+        high = np.concatenate([np.tile(bound, self.history_len), np.ones(self.nu)])
         high = jnp.asarray(high, jnp.float32)
         return spaces.Box(-high, high, high.shape, jnp.float32)
 
@@ -235,13 +242,14 @@ class HandEnv(ArmEnv):
         linvel, angvel = self.object_velocity(state.qpos, state.qvel)
         tips = (state.tips - pos).reshape(-1)
         lin_b, ang_b = _OBJ_VEL_BOUND
+        bound = self._joint_bound()
         obs = jnp.concatenate(
             [
-                self.hand_qpos(state.qpos) - self.home_q,
+                jnp.clip(self.hand_qpos(state.qpos) - self.home_q, -bound, bound),
                 jnp.clip(state.qvel[self.act_dadr], -_QVEL_BOUND, _QVEL_BOUND),
                 jnp.clip(state.actuator_force, -_FORCE_BOUND, _FORCE_BOUND),
                 jnp.clip(pos - self.obj_rest, -_POS_BOUND, _POS_BOUND),
-                quat,
+                jnp.clip(quat, -1.0, 1.0),  # a float32 unit quaternion may exceed 1 by an ulp
                 jnp.clip(linvel, -lin_b, lin_b),
                 jnp.clip(angvel, -ang_b, ang_b),
                 jnp.clip(tips, -_POS_BOUND, _POS_BOUND),
@@ -251,12 +259,11 @@ class HandEnv(ArmEnv):
         return jnp.nan_to_num(obs).astype(jnp.float32)
 
     def critic_observation_space(self, params: HandParams) -> spaces.Box:
-        span = np.maximum(self.ctrl_high - self.home_q, self.home_q - self.ctrl_low)
         n = self.nu
         lin_b, ang_b = _OBJ_VEL_BOUND
         high = np.concatenate(
             [
-                span,
+                self._joint_bound(),
                 np.full(n, _QVEL_BOUND),
                 np.full(n, _FORCE_BOUND),
                 np.full(3, _POS_BOUND),
