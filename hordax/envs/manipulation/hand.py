@@ -111,6 +111,8 @@ class HandEnv(ArmEnv):
     ee_site = ""
     home = SHADOW_HOME
     n_substeps = 5
+    camera_lookat = (0.3, 0.0, 0.06)  # the palm, from 0.5 m
+    camera_distance = 0.5
     #: actor observation history length (joint angles)
     history_len: int = 1
 

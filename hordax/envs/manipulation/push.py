@@ -118,6 +118,13 @@ class Push(ArmEnv):
     ee_site = "grip"
     home = PUSH_HOME
     n_substeps = 10
+    camera_lookat = (0.5, 0.0, 0.1)  # the table in front of the arm
+    camera_distance = 1.2
+
+    def render_markers(self, state: PushState, params: Any) -> list:
+        """The cube's target on the table, a green sphere of the success radius."""
+        pos = np.array([*np.asarray(state.target), 0.0])
+        return [(pos, float(params.success_radius), (0.1, 0.8, 0.2, 1.0))]
 
     @property
     def name(self) -> str:
