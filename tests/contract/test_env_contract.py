@@ -59,6 +59,17 @@ SKIPPED_CHECKS = {
     "tests/envs/manipulation/test_manip_hand.py, and jit vs vmap by the other checks"
     for i in ("Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0")
 }
+_CUBE_LANDING = (
+    "Manip-HandCubeRotateZ-v0 resets the cube 7.5 cm above the palm at a random orientation "
+    "(Playground's reset), so each episode starts with a fall and a landing impact whose "
+    "contact onset is decided by last-ulp rounding: the batched and the single program of the "
+    "same step part after the landing by O(1) (measured at step 2: 0.047 rad/s on 5.2 in one "
+    "run, 3.0 rad/s on 12 in the next; 0.023 on 0.36 pooled vs in-step reset), so no float "
+    "tolerance tests vmap correctness here. A reset at rest in the palm would make these "
+    "checks run (open, issue #17); the sphere and Push run them within CONTACT_TOL"
+)
+for _check in ("vmap_states", "vmap_params", "batch_resets"):
+    SKIPPED_CHECKS[(_check, "Manip-HandCubeRotateZ-v0")] = _CUBE_LANDING
 
 
 #: The everyday tier (``python -m pytest -m "not slow"``) runs every check on one env class
