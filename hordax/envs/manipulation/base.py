@@ -15,6 +15,9 @@ from hordax.envs.core import Environment
 from hordax.envs.manipulation import physics
 from hordax.envs.wrappers.clip import clip_action
 
+#: rad/s, observation clip of the actuated joints' velocities (every task of the family)
+QVEL_BOUND = 50.0
+
 
 class ArmEnv(Environment):
     """Shared machinery of the MJX arm tasks (subclasses set the class attributes and
@@ -96,6 +99,17 @@ class ArmEnv(Environment):
     def noisy(self, key: jax.Array, x: jax.Array, scale) -> jax.Array:
         """``x + scale * U(-1, 1)`` per entry (``scale`` a traced scalar; 0 returns ``x``)."""
         return x + scale * jax.random.uniform(key, x.shape, jnp.float32, -1.0, 1.0)
+
+    def joint_obs(self, key: jax.Array, qpos: jax.Array, params: Any) -> jax.Array:
+        """Observed actuated joint angles - home, ``f32[nu]``: with ``params.obs_noise``
+        (drawn from ``fold_in(key, 1)``), clipped to +- each joint's range width. The arm
+        models have no joint-limit constraint (no constraint solver, or joint limits off),
+        so targets that jump between a range's ends every step (saturated actions) can swing
+        a light wrist joint past its range, in MuJoCo C as in MJX (the Panda's joint 6 up to
+        4.2 rad past home); the clip keeps the observation inside ``observation_space``."""
+        span = self.ctrl_high - self.ctrl_low
+        joints = self.noisy(jax.random.fold_in(key, 1), self.hand_qpos(qpos), params.obs_noise)
+        return jnp.clip(joints - self.home_q, -span, span)
 
     def hand_qpos(self, qpos: jax.Array) -> jax.Array:
         """The actuated joints' angles ``f32[nu]`` out of a full ``qpos`` ``f32[nq]``."""

@@ -21,7 +21,7 @@ from flax import struct
 from gymnax.environments import spaces
 
 from hordax.envs.manipulation import physics
-from hordax.envs.manipulation.base import ArmEnv, check_lower_bounds
+from hordax.envs.manipulation.base import QVEL_BOUND, ArmEnv, check_lower_bounds
 
 _F = (0.0, 0.5, 0.6, 0.4)  # a finger's J4 (spread), J3, J2, J1: curled
 #: Home pose (rad), actuator order WRJ2, WRJ1, THJ5..THJ1, FF, MF, RF J4..J1, LFJ5, LF J4..J1:
@@ -32,7 +32,6 @@ SHADOW_HOME = (0.0, 0.0, 0.4, 1.0, 0.0, 0.0, 0.3) + _F + _F + _F + (0.3,) + _F
 #: distal bodies of the thumb and four fingers, and the fingertip offset along their z (m)
 _TIPS = ("rh_thdistal", "rh_ffdistal", "rh_mfdistal", "rh_rfdistal", "rh_lfdistal")
 _TIP_OFFSET = np.array([0.0, 0.0, 0.026], np.float32)
-_QVEL_BOUND = 50.0  # rad/s, critic observation clip
 _OBJ_VEL_BOUND = (10.0, 50.0)  # m/s and rad/s, critic observation clip
 _POS_BOUND = 2.0  # m, critic observation clip of object/fingertip offsets
 _FORCE_BOUND = 10.0  # N m, the largest actuator force range (wrist)
@@ -248,7 +247,7 @@ class HandEnv(ArmEnv):
         obs = jnp.concatenate(
             [
                 jnp.clip(self.hand_qpos(state.qpos) - self.home_q, -bound, bound),
-                jnp.clip(state.qvel[self.act_dadr], -_QVEL_BOUND, _QVEL_BOUND),
+                jnp.clip(state.qvel[self.act_dadr], -QVEL_BOUND, QVEL_BOUND),
                 jnp.clip(state.actuator_force, -_FORCE_BOUND, _FORCE_BOUND),
                 jnp.clip(pos - self.obj_rest, -_POS_BOUND, _POS_BOUND),
                 jnp.clip(quat, -1.0, 1.0),  # a float32 unit quaternion may exceed 1 by an ulp
@@ -266,7 +265,7 @@ class HandEnv(ArmEnv):
         high = np.concatenate(
             [
                 self._joint_bound(),
-                np.full(n, _QVEL_BOUND),
+                np.full(n, QVEL_BOUND),
                 np.full(n, _FORCE_BOUND),
                 np.full(3, _POS_BOUND),
                 np.ones(4),

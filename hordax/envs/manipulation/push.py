@@ -17,7 +17,7 @@ from flax import struct
 from gymnax.environments import spaces
 
 from hordax.envs.manipulation import physics
-from hordax.envs.manipulation.base import ArmEnv, check_lower_bounds
+from hordax.envs.manipulation.base import QVEL_BOUND, ArmEnv, check_lower_bounds
 
 #: joint pose with the fingers pointing straight down, the grip site (between the
 #: fingertips) at (0.42, 0, 0.04): 4 cm above the table, 13 cm behind the cube's centre box
@@ -29,7 +29,6 @@ CUBE_HALF = 0.025  # m, the cube's half size (assets/panda_push.xml)
 #: at distance 0, active or not by rounding) keeps the first steps' contacts unambiguous:
 #: jit, vmap and single-env runs then agree (contract suite)
 CUBE_REST_Z = 0.024983
-_QVEL_BOUND = 50.0  # rad/s, observation clip of the arm's joint velocities
 _CUBE_VEL_BOUND = 10.0  # m/s and rad/s, observation clip of the cube's velocities
 #: the cube leaves the workspace (termination) outside |x|, |y| <= 1 m, 0 <= z + 0.05 <= 1 m:
 #: Playground's box-out-of-bounds test, with 5 cm of slack below the table plane
@@ -88,7 +87,8 @@ def _yaw_quat(yaw: jax.Array) -> jax.Array:
 class Push(ArmEnv):
     """The robosuite Panda arm with a fixed two-finger pusher pushes a 5 cm cube to a target.
 
-    - observation ``f32[42]``: joint angles - home (7), joint velocities (7, clipped to
+    - observation ``f32[42]``: joint angles - home (7, clipped to +- the
+      joint's range width, as Reach's), joint velocities (7, clipped to
       +-50 rad/s), last action (7), grip position (3), cube position (3), cube quaternion
       (4, ``w >= 0``), cube linear and angular velocity (6, clipped to +-10), cube - grip
       (3), target - cube on the table (2); the cube's position is clipped to +-2 m.
@@ -215,9 +215,6 @@ class Push(ArmEnv):
 
     def observe(self, key: jax.Array, state: PushState, action: Any, params: PushParams):
         a, d = self.cube_qadr, self.cube_dadr
-        joints = self.noisy(
-            jax.random.fold_in(key, 1), self.hand_qpos(state.qpos), params.obs_noise
-        )
         # clipped so that a cube thrown out of the workspace (its last, terminal step) still
         # gives an observation inside observation_space
         cube = jnp.clip(state.qpos[a : a + 3], -_CUBE_POS_BOUND, _CUBE_POS_BOUND)
@@ -225,8 +222,8 @@ class Push(ArmEnv):
         quat = jnp.where(quat[0] < 0, -quat, quat)  # q and -q are the same rotation
         obs = jnp.concatenate(
             [
-                joints - self.home_q,
-                jnp.clip(state.qvel[self.act_dadr], -_QVEL_BOUND, _QVEL_BOUND),
+                self.joint_obs(key, state.qpos, params),
+                jnp.clip(state.qvel[self.act_dadr], -QVEL_BOUND, QVEL_BOUND),
                 state.last_action,
                 state.grip,
                 cube,
@@ -243,7 +240,7 @@ class Push(ArmEnv):
         high = np.concatenate(
             [
                 span,
-                np.full(7, _QVEL_BOUND),
+                np.full(7, QVEL_BOUND),
                 np.ones(7),
                 np.full(3, 1.5),  # grip: within the arm's reach
                 np.full(3, _CUBE_POS_BOUND),

@@ -11,11 +11,10 @@ import numpy as np
 from flax import struct
 from gymnax.environments import spaces
 
-from hordax.envs.manipulation.base import ArmEnv, check_lower_bounds
+from hordax.envs.manipulation.base import QVEL_BOUND, ArmEnv, check_lower_bounds
 
 #: robosuite's Panda ``init_qpos`` (robosuite/models/robots/manipulators/panda_robot.py)
 PANDA_HOME = (0.0, math.pi / 16, 0.0, -math.pi / 2 - math.pi / 3, 0.0, math.pi - 0.2, math.pi / 4)
-_QVEL_BOUND = 50.0  # rad/s, observation clip
 _EE_VEL_BOUND = 10.0  # m/s, critic observation clip (the Panda's hand peaks near 2 m/s)
 
 
@@ -151,12 +150,10 @@ class Reach(ArmEnv):
         return obs, new_state, reward, terminated, info
 
     def observe(self, key: jax.Array, state: ReachState, action: Any, params: ReachParams):
-        span = self.ctrl_high - self.ctrl_low
-        joints = self.noisy(jax.random.fold_in(key, 1), state.qpos, params.obs_noise)
         obs = jnp.concatenate(
             [
-                jnp.clip(joints - self.home_q, -span, span),
-                jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
+                self.joint_obs(key, state.qpos, params),
+                jnp.clip(state.qvel, -QVEL_BOUND, QVEL_BOUND),
                 state.last_action,
                 state.ee,
                 state.target - state.ee,
@@ -171,7 +168,7 @@ class Reach(ArmEnv):
     def observation_space(self, params: ReachParams) -> spaces.Box:
         span = self.ctrl_high - self.ctrl_low
         high = np.concatenate(
-            [span, np.full(7, _QVEL_BOUND), np.ones(7), np.full(3, 1.5), np.full(3, 3.0)]
+            [span, np.full(7, QVEL_BOUND), np.ones(7), np.full(3, 1.5), np.full(3, 3.0)]
         ).astype(np.float32)
         return spaces.Box(jnp.asarray(-high), jnp.asarray(high), (27,), jnp.float32)
 
@@ -181,7 +178,7 @@ class Reach(ArmEnv):
         crit = jnp.concatenate(
             [
                 state.qpos - self.home_q,
-                jnp.clip(state.qvel, -_QVEL_BOUND, _QVEL_BOUND),
+                jnp.clip(state.qvel, -QVEL_BOUND, QVEL_BOUND),
                 state.ee,
                 jnp.clip(state.ee_vel, -_EE_VEL_BOUND, _EE_VEL_BOUND),
                 state.target,
@@ -197,7 +194,7 @@ class Reach(ArmEnv):
         high = np.concatenate(
             [
                 np.full(7, np.inf),  # the true angles (see the observation's clip)
-                np.full(7, _QVEL_BOUND),
+                np.full(7, QVEL_BOUND),
                 np.full(3, 1.5),
                 np.full(3, _EE_VEL_BOUND),
                 np.full(3, 1.5),

@@ -253,6 +253,24 @@ def test_nan_and_inf_actions_keep_the_state_finite():
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
+def test_a_joint_swung_past_its_range_is_observed_inside_the_observation_space():
+    """The arm has no joint-limit constraint (saturated targets swing the wrist past its
+    range, as in Reach): its observed angle is clipped to +- the range width, the cube's
+    entries are untouched."""
+    env, params = _env()
+    state = _reset(jax.random.key(2), params)
+    span = env.ctrl_high - env.ctrl_low
+    past = state.replace(qpos=state.qpos.at[5].add(2.0 * span[5]))
+    obs = np.asarray(env.observe(jax.random.key(0), past, None, params))
+    space = env.observation_space(params)
+    assert np.all(obs >= np.asarray(space.low)) and np.all(obs <= np.asarray(space.high))
+    assert obs[5] == pytest.approx(span[5])
+    inside = np.asarray(env.observe(jax.random.key(0), state, None, params))
+    np.testing.assert_array_equal(obs[7:], inside[7:])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_cube_leaving_the_workspace_terminates_and_reward_follows_the_terms():
     """The cube off the table's workspace (x > 1 m) terminates at the first step; inside,
     the reward is 1 - tanh(5 g) + 2 reached (1 - tanh(5 d)) and "reached" latches."""
