@@ -2,7 +2,7 @@
 
 - ``physics``: the static model (MJCF shipped in ``assets/``, loaded once, ``mjx.put_model``),
   the control step (``n_substeps`` ``mjx.step`` calls on a position-servo arm) and the
-  kinematics (``mjx.forward``) used by resets.
+  kinematics (``mjx.kinematics``, the position stage of ``mjx.forward``) used by resets.
 - ``base``: :class:`~hordax.envs.manipulation.base.ArmEnv`, the shared gymnax environment:
   joint-position targets as offsets around a home pose, fresh resets, NaN handling.
 - ``render``: ``env.render(state, params)`` frames with MuJoCo's offscreen renderer.

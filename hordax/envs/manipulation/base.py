@@ -141,12 +141,13 @@ class ArmEnv(Environment):
         return jnp.clip(self.home_q + noise, self.ctrl_low, self.ctrl_high)
 
     def reset_physics(self, qpos: jax.Array, params: Any, mx=None):
-        """``mjx.forward`` at rest in ``qpos`` (``f32[nq]``; targets = the actuated joints'
-        angles): the reset's data. ``mx`` overrides the device model (default
-        :meth:`sim_model`), e.g. a task's model with its object randomization applied."""
+        """The kinematics (:func:`~hordax.envs.manipulation.physics.kinematics`) at rest in
+        ``qpos`` (``f32[nq]``; targets = the actuated joints' angles): the reset's data.
+        ``mx`` overrides the device model (default :meth:`sim_model`), e.g. a task's model
+        with its object randomization applied."""
         mx = self.sim_model(params) if mx is None else mx
         zeros = jnp.zeros(self.model.nv, qpos.dtype)
-        return physics.forward(mx, qpos, zeros, self.hand_qpos(qpos))
+        return physics.kinematics(mx, qpos, zeros, self.hand_qpos(qpos))
 
     def step_physics(self, qpos: jax.Array, qvel: jax.Array, ctrl: jax.Array, params: Any, mx=None):
         """One control step; returns ``(data, qpos, qvel, ok)``: a non-finite result is

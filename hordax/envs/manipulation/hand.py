@@ -35,6 +35,9 @@ _TIP_OFFSET = np.array([0.0, 0.0, 0.026], np.float32)
 _OBJ_VEL_BOUND = (10.0, 50.0)  # m/s and rad/s, critic observation clip
 _POS_BOUND = 2.0  # m, critic observation clip of object/fingertip offsets
 _FORCE_BOUND = 10.0  # N m, the largest actuator force range (wrist)
+_CONTACT_BOUND = 30.0  # N, critic observation clip of contact normal forces
+#: contact force groups: the five distal links (fingertips), then the rest of the hand
+_CONTACT_GROUPS = len(_TIPS) + 1
 
 
 @struct.dataclass
@@ -45,6 +48,7 @@ class HandState:
     history: jax.Array  # f32[H, 24] the last H measured (noisy) joint angles, newest last
     actuator_force: jax.Array  # f32[24] servo forces of the last physics step (N m)
     tips: jax.Array  # f32[5, 3] fingertip positions (m, world), for the critic
+    contact_force: jax.Array  # f32[6] normal force (N) on the object: 5 distal links, rest
     time: jax.Array  # i32[]
 
 
@@ -90,15 +94,16 @@ class HandEnv(ArmEnv):
       solver with 4 iterations, warm start disabled (see the scene files).
     - reset (fresh, inside jit): hand ``home + U(-home_noise, home_noise)``; object at its rest
       point ``+ U(-object_pos_noise, object_pos_noise)`` per axis with a uniformly random
-      orientation; everything at rest; ``mjx.forward`` gives the kinematics.
+      orientation; everything at rest; ``mjx.kinematics`` gives the positions.
     - actor observation ``f32[24 (H + 1)]``: the last ``H`` measured joint angles - home
       (each with noise ``U(-obs_noise, obs_noise)``, drawn when measured), last action.
-    - critic observation ``f32[124]`` (:meth:`critic_observation`, privileged, noise-free):
+    - critic observation ``f32[130]`` (:meth:`critic_observation`, privileged, noise-free):
       joint angles - home (24), joint velocities (24, clipped +-50 rad/s), actuator forces
       (24), object position - rest point (3), object quaternion (4, w first), object linear
       and angular velocity in the world frame (3 + 3), fingertip positions - object position
-      (5 x 3), last action (24). Contact forces are not included (MJX gives them per
-      constraint row; summing per fingertip would cost a contact-to-geom gather per step).
+      (5 x 3), contact normal forces on the object (6: from each distal link, thumb first,
+      then from the rest of the hand; N, clipped to 30; those of the control step's last
+      physics step, 0 at reset), last action (24).
     - termination: the object is dropped (farther than ``drop_distance`` from its rest
       point, or its centre below ``drop_z``) or the physics state is non-finite.
       truncation: ``max_steps_in_episode``.
@@ -122,6 +127,15 @@ class HandEnv(ArmEnv):
         #: the object's rest point (its ``qpos0`` position in the scene), ``np.float32[3]``
         self.obj_rest = self.qpos0[self.obj_qadr : self.obj_qadr + 3].copy()
         self.tip_ids = np.array([physics.body_id(self.model, n) for n in _TIPS], np.int32)
+        # contact groups of the geoms: distal link i -> i, the object -> -2, any other hand
+        # body -> the last group, the world (floor) -> -1
+        body = np.asarray(self.model.geom_bodyid)
+        group = np.where(body > 0, _CONTACT_GROUPS - 1, -1)
+        for i, b in enumerate(self.tip_ids):
+            group[body == b] = i
+        group[body == self.obj_body] = -2
+        self.geom_group = group.astype(np.int32)
+        self.contact_rows = physics.contact_rows(self.model)
 
     # -- physics -----------------------------------------------------------------------------
 
@@ -150,6 +164,14 @@ class HandEnv(ArmEnv):
         rot = data.xmat[self.tip_ids]
         return data.xpos[self.tip_ids] + rot @ _TIP_OFFSET
 
+    def contact_forces(self, data) -> jax.Array:
+        """``f32[6]`` normal contact force on the object (N): from each distal link (thumb,
+        first, middle, ring, little), then from the rest of the hand (palm, other links);
+        those of the physics step that produced ``data``."""
+        return physics.contact_normal_forces(
+            data, self.contact_rows, self.geom_group, _CONTACT_GROUPS
+        )
+
     # -- gymnax -----------------------------------------------------------------------------
 
     def reset_env(self, key: jax.Array, params: HandParams) -> tuple[jax.Array, HandState]:
@@ -168,6 +190,7 @@ class HandEnv(ArmEnv):
             history=jnp.tile(measured, (self.history_len, 1)),
             actuator_force=jnp.zeros(self.nu, jnp.float32),
             tips=self.fingertips(data),
+            contact_force=jnp.zeros(_CONTACT_GROUPS, jnp.float32),  # no solve yet
             time=jnp.int32(0),
         )
         return self.get_obs(state), state
@@ -185,6 +208,7 @@ class HandEnv(ArmEnv):
             history=jnp.concatenate([state.history[1:], measured[None]]),
             actuator_force=force,
             tips=jnp.where(ok, self.fingertips(data), state.tips),
+            contact_force=jnp.where(ok, self.contact_forces(data), 0.0),
             time=state.time + 1,
         )
         pos, _ = self.object_pose(qpos)
@@ -237,8 +261,9 @@ class HandEnv(ArmEnv):
         return spaces.Box(-high, high, high.shape, jnp.float32)
 
     def critic_observation(self, state: HandState, params: HandParams) -> jax.Array:
-        """Privileged critic observation ``f32[124]`` (see the class docstring): true joint
-        state, actuator forces, object pose and velocities, fingertips, last action."""
+        """Privileged critic observation ``f32[130]`` (see the class docstring): true joint
+        state, actuator forces, object pose and velocities, fingertips, contact forces,
+        last action."""
         pos, quat = self.object_pose(state.qpos)
         linvel, angvel = self.object_velocity(state.qpos, state.qvel)
         tips = (state.tips - pos).reshape(-1)
@@ -254,6 +279,7 @@ class HandEnv(ArmEnv):
                 jnp.clip(linvel, -lin_b, lin_b),
                 jnp.clip(angvel, -ang_b, ang_b),
                 jnp.clip(tips, -_POS_BOUND, _POS_BOUND),
+                jnp.clip(state.contact_force, 0.0, _CONTACT_BOUND),
                 state.last_action,
             ]
         )
@@ -272,6 +298,7 @@ class HandEnv(ArmEnv):
                 np.full(3, lin_b),
                 np.full(3, ang_b),
                 np.full(15, _POS_BOUND),
+                np.full(_CONTACT_GROUPS, _CONTACT_BOUND),
                 np.ones(n),
             ]
         )

@@ -78,10 +78,15 @@ def put_model(model: mujoco.MjModel) -> mjx.Model:
     return mjx.put_model(model)
 
 
-def forward(mx: mjx.Model, qpos: jax.Array, qvel: jax.Array, ctrl: jax.Array) -> mjx.Data:
-    """``mjx.forward`` at ``(qpos, qvel, ctrl)``: positions of bodies and sites included."""
+def kinematics(mx: mjx.Model, qpos: jax.Array, qvel: jax.Array, ctrl: jax.Array) -> mjx.Data:
+    """``mjx.kinematics`` at ``(qpos, qvel, ctrl)``: body, geom and site positions and frames
+    of ``qpos``, the position stage of ``mjx.forward`` and all that a reset reads (its
+    values equal ``mjx.forward``'s, tested). The rest of ``mjx.forward`` (collision,
+    constraint solve, accelerations) is left out: a reset at rest never reads it, and it
+    doubled the compile time of a hand env's step (whose auto-reset branch holds a reset).
+    """
     data = mjx.make_data(mx).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)
-    return mjx.forward(mx, data)
+    return mjx.kinematics(mx, data)
 
 
 def control_step(
@@ -205,6 +210,50 @@ def random_quat(key: jax.Array) -> jax.Array:
     a, b = jnp.sqrt(1.0 - u1), jnp.sqrt(u1)
     t2, t3 = 2.0 * jnp.pi * u2, 2.0 * jnp.pi * u3
     return jnp.stack([b * jnp.cos(t3), a * jnp.sin(t2), a * jnp.cos(t2), b * jnp.sin(t3)])
+
+
+def contact_rows(model: mujoco.MjModel) -> np.ndarray:
+    """``np.int32[ncon, R]``: for each of MJX's contact slots of ``model`` (a fixed number,
+    e.g. the ``max_contact_points`` of the MJX Shadow Hand), the constraint rows
+    (``efc_force`` indices) whose sum is the contact's normal force, ``-1`` padding: the
+    ``2 (condim - 1)`` facets of a pyramidal cone (1 for condim 1), the first row of an
+    elliptic one. The slots' row addresses are fixed when MJX lays out ``mjx.Data``."""
+    con = mjx.make_data(model)._impl.contact
+    adr, dim = np.asarray(con.efc_address), np.asarray(con.dim)
+    if model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL:
+        n = np.where(dim == 1, 1, 2 * (dim - 1))
+    else:
+        n = np.ones_like(dim)
+    width = int(n.max(initial=1))
+    rows = adr[:, None] + np.arange(width)[None]
+    return np.where((np.arange(width)[None] < n[:, None]) & (adr[:, None] >= 0), rows, -1).astype(
+        np.int32
+    )
+
+
+def contact_normal_forces(
+    data: mjx.Data, rows: np.ndarray, geom_group: np.ndarray, num_groups: int
+) -> jax.Array:
+    """``f32[num_groups]``: the summed normal force (N, >= 0) of the contacts in ``data``
+    between a geom of group ``g`` and a geom of group ``-2`` (an object), for each ``g`` in
+    ``0..num_groups-1``. ``rows`` is :func:`contact_rows` of the model; ``geom_group``
+    (``np.int32[ngeom]``) puts each geom in a group (``-1``: none).
+
+    The forces are those of the constraint solve of the ``mjx.step`` that produced ``data``
+    (on its contacts, found before that step's integration): what MuJoCo C's
+    ``mj_contactForce`` gives after ``mj_step`` (tested). Which geoms a contact slot holds
+    is decided inside the step (MJX keeps the nearest ``max_geom_pairs``); an unused slot
+    (geom ``-1``) or a contact without force contributes 0.
+    """
+    impl = data._impl
+    efc = jnp.where(rows >= 0, impl.efc_force[jnp.asarray(np.maximum(rows, 0))], 0.0)
+    normal = efc.sum(-1)  # f32[ncon]
+    geom = impl.contact.geom  # i32[ncon, 2], -1 in an unused slot
+    group = jnp.where(geom >= 0, jnp.asarray(geom_group)[jnp.maximum(geom, 0)], -1)
+    g0, g1 = group[:, 0], group[:, 1]
+    side = jnp.where(g1 == -2, g0, jnp.where(g0 == -2, g1, -1))  # the object's partner group
+    onehot = side[:, None] == jnp.arange(num_groups)[None]
+    return jnp.sum(jnp.where(onehot, normal[:, None], 0.0), axis=0).astype(jnp.float32)
 
 
 def finite(*arrays: jax.Array) -> jax.Array:

@@ -68,7 +68,7 @@ class Reach(ArmEnv):
       out-of-range values are clipped (:class:`~hordax.envs.manipulation.base.ArmEnv`).
     - physics: MJX, 10 ms Euler steps, 5 per control step (20 Hz control), no contacts.
     - reset (fresh, inside jit): pose ``home + U(-home_noise, home_noise)`` at rest, target
-      ``target_center + U(-target_range, target_range)``; ``mjx.forward`` gives the hand.
+      ``target_center + U(-target_range, target_range)``; ``mjx.kinematics`` gives the hand.
     - reward, with ``d = |target - ee|``: ``1 - tanh(reach_sharpness d)`` (robosuite's
       reaching reward) ``+ precision_gain exp(-d / 0.01) - velocity_cost |qvel|^2``.
     - noise (off by default): ``obs_noise`` on the observed joint angles, ``action_noise``

@@ -145,7 +145,7 @@ def test_critic_observation_is_the_privileged_state():
 
 def test_resets_are_fresh_and_match_forward_kinematics():
     """Each reset draws a new pose and target (inside jit); the hand position that
-    ``mjx.forward`` gives at reset equals MuJoCo C's ``mj_forward`` at that pose."""
+    the reset computes (``mjx.kinematics``) equals MuJoCo C's ``mj_forward`` at that pose."""
     env, params = _env()
     keys = jax.random.split(jax.random.key(5), 4)
     states = [env.reset(k, params)[1] for k in keys]
