@@ -166,14 +166,9 @@ def _env_id(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """How the suite is spread over xdist workers (pyproject: ``--dist loadgroup``).
-
-    A test file is one group (it runs on one worker, so its module fixtures, compiled
-    programs, are built once), except the env contract suite: one group per env id, so its
-    env classes spread over every worker. Inside it the checks of one env run one after
-    another: they read one compiled program (``hordax.testing``), whose outputs are kept for
-    the newest few envs only.
-    """
+    """Inside the env contract suite, the checks of one env run one after another: they read
+    one compiled program (``hordax.testing``), whose outputs are kept for the newest few
+    envs only. (How tests are spread over workers: :func:`pytest_xdist_make_scheduler`.)"""
     first = next((i for i, it in enumerate(items) if it.nodeid.startswith(CONTRACT_FILE)), None)
     if first is not None:
         last = max(i for i, it in enumerate(items) if it.nodeid.startswith(CONTRACT_FILE))
@@ -184,8 +179,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             }
             block.sort(key=lambda it: order.get(_env_id(it), len(order)))  # stable
             items[first : last + 1] = block
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            path = item.nodeid.split("::")[0]
-            env_id = _env_id(item) if path == CONTRACT_FILE else None
-            item.add_marker(pytest.mark.xdist_group(f"contract:{env_id}" if env_id else path))
+
+
+def worker_scope(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, except in the env contract suite, where
+    each env id (the test's parameter) is one unit, so the contract's env classes spread over
+    every worker while one env's checks share a worker (and the contract parts it
+    computed). Read from the node id alone (all the xdist controller sees)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):  # an xdist_group suffix (pytest < 9)
+        nodeid = nodeid[: nodeid.rfind("@")]
+    path = nodeid.split("::")[0]
+    if path == CONTRACT_FILE and nodeid.endswith("]") and "[" in nodeid:
+        return "contract:" + nodeid[nodeid.index("[") + 1 : -1]
+    return path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """How the suite is spread over xdist workers (pyproject: ``-n auto --dist loadgroup``):
+    whole units of :func:`worker_scope` per worker, so a file's module fixtures and compiled
+    programs are built once.
+
+    xdist's own ``loadgroup`` reads ``xdist_group`` marks through a node-id suffix that
+    pytest 9 no longer carries (``item._nodeid``): under pytest 9.2 every test was its own
+    unit, the checks of one env ran on both workers and each computed the contract parts
+    (found in stop 29: benchmarks/RESULTS.md section 21). This scheduler needs no marks.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _ByFileAndEnv(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_scope(nodeid)
+
+    return _ByFileAndEnv(config, log)
