@@ -11,13 +11,13 @@ Exits 1 when a flag fails or the physics went non-finite.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import jax
 
 import hordax
+from hordax import strict_json
 from hordax.training.core import stress
 
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds_with_compile": round(time.perf_counter() - t0, 1),
             "device": jax.devices()[0].device_kind,
         }
-        print(json.dumps(row), flush=True)
+        print(strict_json.dumps(row), flush=True)
         status |= int(bool(errors) or nonfinite > 0)
     return status
 
