@@ -186,8 +186,6 @@ def worker_scope(nodeid: str) -> str:
     each env id (the test's parameter) is one unit, so the contract's env classes spread over
     every worker while one env's checks share a worker (and the contract parts it
     computed). Read from the node id alone (all the xdist controller sees)."""
-    if nodeid.rfind("@") > nodeid.rfind("]"):  # an xdist_group suffix (pytest < 9)
-        nodeid = nodeid[: nodeid.rfind("@")]
     path = nodeid.split("::")[0]
     if path == CONTRACT_FILE and nodeid.endswith("]") and "[" in nodeid:
         return "contract:" + nodeid[nodeid.index("[") + 1 : -1]
@@ -202,7 +200,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     xdist's own ``loadgroup`` reads ``xdist_group`` marks through a node-id suffix that
     pytest 9 no longer carries (``item._nodeid``): under pytest 9.2 every test was its own
     unit, the checks of one env ran on both workers and each computed the contract parts
-    (found in stop 29: benchmarks/RESULTS.md section 21). This scheduler needs no marks.
+    (found in stop 29: benchmarks/RESULTS.md section 25). This scheduler needs no marks.
     """
     if config.getvalue("dist") != "loadgroup":
         return None

@@ -10,16 +10,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _run_example(script: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``examples/<script> args...`` in a fresh interpreter; asserts it exited with 0."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
 @pytest.mark.slow
 def test_quickstart__runs_and_trains():
     """The quick start prints 4096-env shapes and a learned CartPole return above 150."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_example("quickstart.py")
     assert "(4096, 4) (4096, 4)" in proc.stdout
     ret = float(re.search(r"last 10 updates: ([\d.]+)", proc.stdout).group(1))
     assert ret > 150, proc.stdout
@@ -46,22 +52,7 @@ def test_grid_gif__writes_a_gif_of_greedy_episodes(tmp_path):
     from PIL import Image
 
     out = tmp_path / "grid.gif"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "examples" / "grid_gif.py"),
-            "--steps",
-            "4096",
-            "--episodes",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run_example("grid_gif.py", "--steps", "4096", "--episodes", "1", "--out", str(out))
     frames = int(re.search(r"wrote (\d+) frames", proc.stdout).group(1))
     with Image.open(out) as im:
         assert im.format == "GIF" and im.size == (80, 80) and frames >= 2
@@ -82,24 +73,8 @@ def test_manip_gif__trains_reach_and_writes_a_gif_of_the_policy(tmp_path):
 
     out = tmp_path / "reach.gif"
     run_dir = tmp_path / "run"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "examples" / "manip_gif.py"),
-            "--steps",
-            "8192",
-            "--episodes",
-            "1",
-            "--run-dir",
-            str(run_dir),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=580,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    args = ("--steps", "8192", "--episodes", "1", "--run-dir", str(run_dir), "--out", str(out))
+    proc = _run_example("manip_gif.py", *args, timeout=580)
     frames = int(re.search(r"wrote (\d+) frames", proc.stdout).group(1))
     assert frames == 51
     assert (run_dir / "params.msgpack").is_file() and (run_dir / "eval.json").is_file()

@@ -8,7 +8,7 @@ a goal) are added to the scene as spheres. It runs on the host, outside jit: an 
 
 OpenGL backend: MuJoCo picks it from ``MUJOCO_GL`` when ``mujoco`` is first imported. With no
 display (``DISPLAY`` unset) and ``MUJOCO_GL`` unset, the family sets ``MUJOCO_GL=egl`` before
-that import (:mod:`hordax.envs.manipulation.physics`): EGL renders on an NVIDIA GPU, and on a
+that import (in ``hordax/envs/manipulation/__init__.py``): EGL renders on an NVIDIA GPU, and on a
 CPU through Mesa's software driver (Debian's ``libegl-mesa0``, present on the machines here).
 ``MUJOCO_GL=osmesa`` (Debian ``libosmesa6``) is the fallback on machines without EGL. A
 backend that cannot start raises a ``RuntimeError`` that says which variable to set.

@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from hordax.training.core.env_stack import make_env_stack
 
@@ -123,8 +124,6 @@ def extreme_action_run(
 def failures(first: dict, per_step: dict) -> list[str]:
     """Readable failures of a run (empty when every :data:`MUST_HOLD` flag held, the reset
     batch was finite and in its space, and every step drew a NaN action entry)."""
-    import numpy as np
-
     errors = [f"reset batch: {k} is False" for k, v in first.items() if not bool(v)]
     if not np.all(per_step["was_nan"]):
         errors.append("some steps drew no NaN action entry")

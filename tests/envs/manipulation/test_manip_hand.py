@@ -148,6 +148,14 @@ def _closing_hand(env_id):
     return (actions, *(np.asarray(x, np.float64) for x in (qpos, qvel, force)))
 
 
+def _object_partner(env, geom0, geom1):
+    """The contact force group (``0..5``) of the hand-side geom of a contact between
+    ``geom0`` and ``geom1`` with the object, or ``-1`` (no object in it), computed
+    independently of the env's jitted grouping."""
+    a, b = env.geom_group[geom0], env.geom_group[geom1]
+    return a if b == -2 else (b if a == -2 else -1)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("env_id", [SPHERE, CUBE])
@@ -177,8 +185,7 @@ def test_contact_forces_group_mjx_per_contact_forces(env_id):
         for i, (g0, g1) in enumerate(geom):
             if g0 < 0:
                 continue
-            a, b = env.geom_group[g0], env.geom_group[g1]
-            side = a if b == -2 else (b if a == -2 else -1)
+            side = _object_partner(env, g0, g1)
             if side >= 0:
                 ref[side] += float(per_contact(data, i))
         np.testing.assert_allclose(np.asarray(env.contact_forces(data)), ref, atol=1e-5, rtol=1e-5)
@@ -207,8 +214,7 @@ def test_contact_forces_of_the_critic_equal_mujoco_c():
         for _ in range(env.n_substeps):
             mujoco.mj_step(model, data)
         for c in range(data.ncon):
-            g0, g1 = (env.geom_group[g] for g in data.contact[c].geom)
-            side = g0 if g1 == -2 else (g1 if g0 == -2 else -1)
+            side = _object_partner(env, *data.contact[c].geom)
             if side >= 0:
                 mujoco.mj_contactForce(model, data, c, out)
                 ref[i, side] += out[0]
