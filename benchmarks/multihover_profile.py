@@ -1,6 +1,6 @@
 """Failure profile of a saved Aerial-MultiHover-v0 run from greedy evaluation trajectories.
 
-``python benchmarks/multihover_profile.py RUN_DIR [--episodes 128] [--member 0]``
+``python benchmarks/multihover_profile.py RUN_DIR [--episodes 128] [--member 0] [--scripted]``
 
 Plays the first ``--episodes`` evaluation episodes of ``hordax eval`` (same keys, greedy
 actions) with ``hordax.training.evaluation``'s trajectory runner and prints where the team
@@ -9,6 +9,11 @@ end) is lost: crashes by cause (collision or other), where and when the collisio
 how close the flying drones end, and how the all-within fraction grows over the episode
 (does the horizon leave time to settle after the crossing?). Results: benchmarks/RESULTS.md
 section 18.
+
+``--scripted`` plays the same episodes with a hand-written reference instead of the run's
+policy (:func:`hordax.envs.aerial.expert.layered_velocity_action`: a proportional velocity
+command to the goal, each drone on its own altitude layer while it is far from its goal, yaw
+held at 0): what a controller that knows the crossing's answer reaches within the task's 5 s.
 """
 
 from __future__ import annotations
@@ -19,16 +24,30 @@ import os
 import jax
 import numpy as np
 
+from hordax.envs.aerial.expert import layered_velocity_action
 from hordax.training.ensemble.members import load_config
-from hordax.training.evaluation.episodes import make_trajectory
+from hordax.training.evaluation.episodes import Policy, make_trajectory
 from hordax.training.evaluation.run import Evaluator, _member, eval_env, load_saved
 
 
-def trajectories(run_dir: str, episodes: int, member: int):
-    """``(states [T, V], params)``: the env states of the first ``episodes`` eval episodes."""
+def layered_controller() -> Policy:
+    """:func:`hordax.envs.aerial.expert.layered_velocity_action` as an evaluation policy."""
+    policy = Policy()
+    policy.initial_carry = lambda n: ()
+    policy.act = lambda params, stats, carry, obs, first, key: (layered_velocity_action(obs), carry)
+    return policy
+
+
+def trajectories(run_dir: str, episodes: int, member: int, scripted: bool = False):
+    """``(states [T, V], params)``: the env states of the first ``episodes`` eval episodes,
+    played by the run's policy (population ``member``) or by :func:`layered_controller`."""
     tc = load_config(run_dir)
     env, ep, _ = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), "")
     ev = Evaluator(tc, env, ep, episodes, tc.seed)
+    if scripted:
+        traj = make_trajectory(env, ep, layered_controller(), int(ep.max_steps_in_episode))
+        states, _ = jax.device_get(traj(None, None, ev.keys))
+        return states, ep
     group = ev.groups(load_saved(os.path.join(run_dir, "params.msgpack")))[0]
     traj = make_trajectory(env, ep, group.policy, int(ep.max_steps_in_episode))
     states, _ = jax.device_get(traj(*_member(group.members, member), ev.keys))
@@ -100,8 +119,11 @@ def main() -> None:
     ap.add_argument("run_dir")
     ap.add_argument("--episodes", type=int, default=128)
     ap.add_argument("--member", type=int, default=0, help="population member")
+    ap.add_argument(
+        "--scripted", action="store_true", help="play layered_controller, not the run's policy"
+    )
     a = ap.parse_args()
-    profile(*trajectories(a.run_dir, a.episodes, a.member))
+    profile(*trajectories(a.run_dir, a.episodes, a.member, a.scripted))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import pytest
 
 import hordax
 from hordax.envs.aerial import dynamics as dyn
+from hordax.envs.aerial.expert import layered_velocity_action
 
 KEY = jax.random.key(0)
 
@@ -85,46 +86,35 @@ def test_multi_hover__others_see_a_crashed_drone_at_rest():
     np.testing.assert_allclose(obs1[1, 22:25], -np.asarray(state1.quad.vel[1]), atol=1e-6)
 
 
+@pytest.mark.timeout(120)
 def test_multi_hover__straight_line_flights_through_the_centre_collide():
     """Every agent flying straight at its goal (opposite on the ring) meets the others near
-    the centre: collisions happen; climbing first to 4 different altitudes (0.5 m apart),
-    crossing there and descending at the goal avoids them and every agent ends within 0.3 m
-    of its goal."""
-    env, params, step = _env()
+    the centre: collisions happen (in some episodes: the jitter lets most paths miss). The
+    scripted reference (each agent on its own altitude layer, 0.8 m apart, while far from
+    its goal) solves the task within its 500 steps: over 32 fresh episodes no collision, and
+    every agent within ``success_radius`` at the end (the last step's ``all_success`` is 1)."""
+    env, params, _ = _env()
 
-    def run(key, layered):
+    def run(key, layer):
         obs, state = env.reset(key, params)
-        lift = jnp.where(layered, 0.5 * (jnp.arange(4) - 1.5), 0.0)
 
         def body(carry, k):
             obs, state = carry
-            to_goal = obs[:, :3]
-            t = state.time.astype(jnp.float32) * 0.01
-            horizontal = jnp.linalg.norm(to_goal[:, :2], axis=-1)
-            dz = jnp.where(horizontal > 0.2, lift - (state.quad.pos[:, 2] - 2.0), to_goal[:, 2])
-            climb_first = layered & (t < 1.5)  # reach the layer before moving sideways
-            direction = jnp.where(climb_first, 0.0, to_goal).at[:, 2].set(dz)
-            speed = jnp.minimum(jnp.linalg.norm(direction, axis=-1, keepdims=True), 1.0)
-            v = direction / jnp.maximum(jnp.linalg.norm(direction, axis=-1, keepdims=True), 1e-6)
-            action = jnp.concatenate([v * speed / params.ctrl.max_speed, jnp.zeros((4, 1))], -1)
-            # velocity kind is in the yaw frame: spawn yaw is random, so rotate into it
-            yaw = jax.vmap(dyn.quat_to_euler)(state.quad.quat)[:, 2]
-            c, s = jnp.cos(-yaw), jnp.sin(-yaw)
-            ax = c * action[:, 0] - s * action[:, 1]
-            ay = s * action[:, 0] + c * action[:, 1]
-            action = action.at[:, 0].set(ax).at[:, 1].set(ay)
+            action = layered_velocity_action(obs, layer=layer)
             obs, state, _, _, info = env.step_env(k, state, action, params)
-            return (obs, state), info["metrics"]["collisions"]
+            return (obs, state), info["metrics"]
 
-        (obs, state), collisions = jax.lax.scan(body, (obs, state), jax.random.split(key, 800))
-        return collisions.sum(), jnp.linalg.norm(obs[:, :3], axis=-1)
+        steps = int(params.max_steps_in_episode)
+        _, metrics = jax.lax.scan(body, (obs, state), jax.random.split(key, steps))
+        return metrics["collisions"].sum(), metrics["all_success"][-1]
 
-    run = jax.jit(run)
-    collisions, _ = run(KEY, False)
-    assert float(collisions) >= 2
-    collisions, final = run(KEY, True)
-    assert float(collisions) == 0
-    assert float(final.max()) < 0.3
+    run = jax.jit(jax.vmap(run, in_axes=(0, None)), static_argnums=1)
+    keys = jax.random.split(KEY, 32)
+    collisions, _ = run(keys, 0.0)
+    assert int((collisions > 0).sum()) >= 4  # measured: 6 of the 32 episodes lose a pair
+    collisions, all_success = run(keys, 0.8)
+    assert float(collisions.sum()) == 0
+    np.testing.assert_array_equal(np.asarray(all_success), 1.0)
 
 
 def test_multi_hover__all_success_and_setpoint_terms():
