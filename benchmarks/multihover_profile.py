@@ -30,22 +30,28 @@ from hordax.training.evaluation.episodes import Policy, make_trajectory
 from hordax.training.evaluation.run import Evaluator, _member, eval_env, load_saved
 
 
-def layered_controller() -> Policy:
+def layered_controller(layer: float = 0.8) -> Policy:
     """:func:`hordax.envs.aerial.expert.layered_velocity_action` as an evaluation policy."""
     policy = Policy()
     policy.initial_carry = lambda n: ()
-    policy.act = lambda params, stats, carry, obs, first, key: (layered_velocity_action(obs), carry)
+    policy.act = lambda params, stats, carry, obs, first, key: (
+        layered_velocity_action(obs, layer=layer),
+        carry,
+    )
     return policy
 
 
-def trajectories(run_dir: str, episodes: int, member: int, scripted: bool = False):
+def trajectories(
+    run_dir: str, episodes: int, member: int, scripted: bool = False, layer: float = 0.8
+):
     """``(states [T, V], params)``: the env states of the first ``episodes`` eval episodes,
-    played by the run's policy (population ``member``) or by :func:`layered_controller`."""
+    played by the run's policy (population ``member``) or by :func:`layered_controller` with
+    altitude layers ``layer`` m apart."""
     tc = load_config(run_dir)
     env, ep, _ = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), "")
     ev = Evaluator(tc, env, ep, episodes, tc.seed)
     if scripted:
-        traj = make_trajectory(env, ep, layered_controller(), int(ep.max_steps_in_episode))
+        traj = make_trajectory(env, ep, layered_controller(layer), int(ep.max_steps_in_episode))
         states, _ = jax.device_get(traj(None, None, ev.keys))
         return states, ep
     group = ev.groups(load_saved(os.path.join(run_dir, "params.msgpack")))[0]
@@ -122,8 +128,9 @@ def main() -> None:
     ap.add_argument(
         "--scripted", action="store_true", help="play layered_controller, not the run's policy"
     )
+    ap.add_argument("--layer", type=float, default=0.8, help="--scripted: layer spacing (m)")
     a = ap.parse_args()
-    profile(*trajectories(a.run_dir, a.episodes, a.member, a.scripted))
+    profile(*trajectories(a.run_dir, a.episodes, a.member, a.scripted, a.layer))
 
 
 if __name__ == "__main__":
