@@ -1,6 +1,7 @@
 """Failure profile of a saved Aerial-MultiHover-v0 run from greedy evaluation trajectories.
 
-``python benchmarks/multihover_profile.py RUN_DIR [--episodes 128] [--member 0] [--scripted]``
+``python benchmarks/multihover_profile.py RUN_DIR [--episodes 128] [--member 0]``
+``[--scripted [--layer 0.8]]``
 
 Plays the first ``--episodes`` evaluation episodes of ``hordax eval`` (same keys, greedy
 actions) with ``hordax.training.evaluation``'s trajectory runner and prints where the team
@@ -30,12 +31,13 @@ from hordax.training.evaluation.episodes import Policy, make_trajectory
 from hordax.training.evaluation.run import Evaluator, _member, eval_env, load_saved
 
 
-def layered_controller(layer: float = 0.8) -> Policy:
-    """:func:`hordax.envs.aerial.expert.layered_velocity_action` as an evaluation policy."""
+def layered_controller(layer: float, max_speed: float) -> Policy:
+    """:func:`hordax.envs.aerial.expert.layered_velocity_action` as an evaluation policy
+    (``max_speed``: the env's ``params.ctrl.max_speed``)."""
     policy = Policy()
     policy.initial_carry = lambda n: ()
     policy.act = lambda params, stats, carry, obs, first, key: (
-        layered_velocity_action(obs, layer=layer),
+        layered_velocity_action(obs, layer=layer, max_speed=max_speed),
         carry,
     )
     return policy
@@ -51,7 +53,8 @@ def trajectories(
     env, ep, _ = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), "")
     ev = Evaluator(tc, env, ep, episodes, tc.seed)
     if scripted:
-        traj = make_trajectory(env, ep, layered_controller(layer), int(ep.max_steps_in_episode))
+        policy = layered_controller(layer, float(ep.ctrl.max_speed))
+        traj = make_trajectory(env, ep, policy, int(ep.max_steps_in_episode))
         states, _ = jax.device_get(traj(None, None, ev.keys))
         return states, ep
     group = ev.groups(load_saved(os.path.join(run_dir, "params.msgpack")))[0]

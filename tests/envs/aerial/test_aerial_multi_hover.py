@@ -100,7 +100,7 @@ def test_multi_hover__straight_line_flights_through_the_centre_collide():
 
         def body(carry, k):
             obs, state = carry
-            action = layered_velocity_action(obs, layer=layer)
+            action = layered_velocity_action(obs, layer=layer, max_speed=params.ctrl.max_speed)
             obs, state, _, _, info = env.step_env(k, state, action, params)
             return (obs, state), info["metrics"]
 
