@@ -198,6 +198,12 @@ def test_cli__trained_cartpole_evaluates_above_threshold_reproducibly(cartpole_r
     written = json.loads((run / "eval.json").read_text())
     assert written["return"] == a["return"]
     assert {p: (run / p).read_bytes() for p in before} == before  # training files untouched
+    # env_params: the same policy on another setting of its env (a 50-step time limit)
+    proc = _cli(["eval", str(run), "episodes=8", "env_params.max_steps_in_episode=50"], cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    short = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert short["env_params"] == {"max_steps_in_episode": 50}
+    assert short["return"]["mean"] == 50.0 and short["episode_length"]["mean"] == 50.0, short
 
 
 BAD_EVAL = [
@@ -208,6 +214,7 @@ BAD_EVAL = [
     (["eval", "RUN", "out=params.msgpack"], "out='params.msgpack'"),
     (["eval", "RUN", "video=x.avi"], "video='x.avi'"),
     (["eval", "RUN", "video=x.gif"], "video='x.gif'"),  # gymnax CartPole: no render
+    (["eval", "RUN", "env_params.no_such_field=1"], "no_such_field"),
     (["eval", "OTHER"], "agent.name=ppo"),  # a run of another algorithm
     (["eval", "NET"], "agent.name=pqn's network"),  # params that do not fit the config
 ]

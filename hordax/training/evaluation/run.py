@@ -18,7 +18,7 @@ import importlib.util
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -74,6 +74,9 @@ class EvalConfig:
     still running there is an error."""
     out: str = ""
     """Where to write the JSON ('' = RUN_DIR/eval.json, RUN_DIR/eval_<split>.json with a split)."""
+    env_params: dict[str, Any] = field(default_factory=dict)
+    """Env params over the run's own (``env_params.collision_distance=0.3``): evaluate a
+    policy on another setting of its env than it trained on (checked as at ``make``)."""
 
 
 def validate_eval(cfg: EvalConfig) -> None:
@@ -286,7 +289,8 @@ def run_eval(cfg: EvalConfig) -> dict:
 
     validate_eval(cfg)
     tc = load_config(cfg.run_dir)
-    env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), cfg.split)
+    params = {**dict(tc.env.params), **dict(cfg.env_params)}
+    env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), params, cfg.split)
     if cfg.video and not callable(getattr(env, "render", None)):
         raise ValueError(f"video={cfg.video!r}: env {tc.env.id} has no render(state, params)")
     seed = tc.seed if cfg.seed < 0 else cfg.seed
@@ -299,6 +303,7 @@ def run_eval(cfg: EvalConfig) -> dict:
         "env": tc.env.id,
         "agent": tc.agent.name,
         "split": cfg.split or None,
+        **({"env_params": dict(cfg.env_params)} if cfg.env_params else {}),
         **res,
         "wall_s": round(time.perf_counter() - t0, 3),
         "compile_s": round(ev.compile_s, 3),
