@@ -23,6 +23,7 @@ import argparse
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from hordax.envs.aerial.expert import layered_velocity_action
@@ -46,21 +47,63 @@ def layered_controller(layer: float, max_speed: float) -> Policy:
 def trajectories(
     run_dir: str, episodes: int, member: int, scripted: bool = False, layer: float = 0.8
 ):
-    """``(states [T, V], params)``: the env states of the first ``episodes`` eval episodes,
-    played by the run's policy (population ``member``) or by :func:`layered_controller` with
-    altitude layers ``layer`` m apart."""
+    """``(states [T, V], params, act, observe)``: the env states of the first ``episodes``
+    eval episodes, played by the run's policy (population ``member``) or by
+    :func:`layered_controller` with altitude layers ``layer`` m apart; ``act(obs [V, n, d])``
+    is that policy's greedy action ``[V, n, 4]``, ``observe(state)`` the env's observation
+    of one state (for :func:`zero_point`)."""
     tc = load_config(run_dir)
     env, ep, _ = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), "")
     ev = Evaluator(tc, env, ep, episodes, tc.seed)
     if scripted:
-        policy = layered_controller(layer, float(ep.ctrl.max_speed))
-        traj = make_trajectory(env, ep, policy, int(ep.max_steps_in_episode))
-        states, _ = jax.device_get(traj(None, None, ev.keys))
-        return states, ep
-    group = ev.groups(load_saved(os.path.join(run_dir, "params.msgpack")))[0]
-    traj = make_trajectory(env, ep, group.policy, int(ep.max_steps_in_episode))
-    states, _ = jax.device_get(traj(*_member(group.members, member), ev.keys))
-    return states, ep
+        policy, weights = layered_controller(layer, float(ep.ctrl.max_speed)), (None, None)
+    else:
+        group = ev.groups(load_saved(os.path.join(run_dir, "params.msgpack")))[0]
+        policy, weights = group.policy, _member(group.members, member)
+    traj = make_trajectory(env, ep, policy, int(ep.max_steps_in_episode))
+    states, _ = jax.device_get(traj(*weights, ev.keys))
+
+    def act(obs):
+        n = obs.shape[0]
+        first = jnp.zeros(n, bool)
+        a, _ = policy.act(*weights, policy.initial_carry(n), jnp.asarray(obs), first, ev.keys[0])
+        return np.clip(np.asarray(a), -1.0, 1.0)
+
+    def observe(state):
+        return env.observe(ev.keys[0], state, None, ep)
+
+    return states, ep, act, observe
+
+
+def zero_point(states, ep, act, observe) -> None:
+    """At the episodes' final states (flying drones): the commanded speed, its gain on the
+    goal error, and how far the command moves when the others' part of the observation
+    (``[13:]`` before the agent id) comes from another episode's final state instead: a
+    policy whose command at rest moves with far-off neighbours rests at a moving point."""
+    last = jax.tree.map(lambda x: x[-1], states)
+    obs = np.asarray(jax.vmap(observe)(last))  # [V, n, d]
+    flying = ~np.asarray(last.crashed)
+    scale = float(ep.ctrl.max_speed)  # action -> m/s
+    base = act(obs)[..., :3]
+
+    def moved(o):
+        return np.linalg.norm(act(o)[..., :3] - base, axis=-1)[flying] * scale
+
+    swapped = obs.copy()
+    swapped[:, :, 13:] = np.roll(obs, 1, axis=0)[:, :, 13:]
+    change = moved(swapped)
+    gains = []
+    for axis in range(3):  # 5 cm more goal error along one world axis
+        nudged = obs.copy()
+        nudged[..., axis] += 0.05
+        gains.append(np.median(moved(nudged)) / 0.05)
+    print(
+        f"at the final states: commanded speed median"
+        f" {np.median(np.linalg.norm(base, axis=-1)[flying] * scale):.3f} m/s; the command's"
+        f" change per m of goal error (x, y, z) {gains[0]:.1f}, {gains[1]:.1f}, {gains[2]:.1f}"
+        f" /s; with the others' part from another episode it moves by median"
+        f" {np.median(change):.3f} m/s (90th pct {np.percentile(change, 90):.3f})"
+    )
 
 
 def profile(states, ep) -> None:
@@ -102,6 +145,17 @@ def profile(states, ep) -> None:
         f"flying agents at the end: {d_end.mean():.3f} m from the goal, within {radius} m"
         f" {np.mean(d_end < radius):.3f}"
     )
+    # Over the last 30 steps (0.3 s): is the miss a steady offset (the policy's command is
+    # zero away from the goal) or motion around the goal?
+    err = pos[-30:] - goal[None]  # [30, V, n, 3]
+    offset = err.mean(0)  # [V, n, 3]
+    bias = np.linalg.norm(offset, axis=-1)[flying]
+    wobble = np.sqrt(np.sum((err - offset[None]) ** 2, axis=-1).mean(0))[flying]
+    print(
+        f"flying agents over the last 30 steps: steady offset from the goal median"
+        f" {np.median(bias):.3f} m (90th pct {np.percentile(bias, 90):.3f}), motion around"
+        f" it (rms) median {np.median(wobble):.3f} m (90th pct {np.percentile(wobble, 90):.3f})"
+    )
     within = (dist < radius) & ~crashed  # [T, V, n]
     marks = sorted({*range(100, steps, 50), steps - 1})
     print(
@@ -133,7 +187,9 @@ def main() -> None:
     )
     ap.add_argument("--layer", type=float, default=0.8, help="--scripted: layer spacing (m)")
     a = ap.parse_args()
-    profile(*trajectories(a.run_dir, a.episodes, a.member, a.scripted, a.layer))
+    states, ep, act, observe = trajectories(a.run_dir, a.episodes, a.member, a.scripted, a.layer)
+    profile(states, ep)
+    zero_point(states, ep, act, observe)
 
 
 if __name__ == "__main__":

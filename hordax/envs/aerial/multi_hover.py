@@ -52,6 +52,13 @@ class MultiHoverParams:
     # at their current velocities (a closing pair is penalized before it is near; 0 = the
     # current gap)
     separation_horizon: jax.Array = 0.0  # s
+    # Threat sensing (inf = off, every other drone observed): the others' relative position
+    # and velocity are observed only while the pair's predicted closest approach within
+    # sensing_horizon s is under sensing_radius m, zeros otherwise (a drone is never at zero
+    # offset: it would have collided). Far-off drones at rest then leave the observation,
+    # and with it the point a policy comes to rest at; closing ones enter it early.
+    sensing_radius: jax.Array = float("inf")  # m
+    sensing_horizon: jax.Array = 1.0  # s
     # spawn attitude/velocity noise (as Hover)
     spawn_pos_range: jax.Array = struct.field(default_factory=lambda: jnp.zeros(3, jnp.float32))
     spawn_tilt: jax.Array = 0.2
@@ -59,15 +66,15 @@ class MultiHoverParams:
     spawn_rate: jax.Array = 0.2
 
 
-def closest_approach(rel_pos: jax.Array, rel_vel: jax.Array, params: MultiHoverParams):
-    """``f32[...]``: the smallest gap ``|p + v t|`` over ``t`` in ``[0, separation_horizon]``.
+def closest_approach(rel_pos: jax.Array, rel_vel: jax.Array, horizon: jax.Array) -> jax.Array:
+    """``f32[...]``: the smallest gap ``|p + v t|`` over ``t`` in ``[0, horizon]`` (s).
 
     ``rel_pos``, ``rel_vel``: ``f32[..., 3]`` (the other drone's minus this one's); a pair
-    moving apart (or ``separation_horizon`` 0) gives the current gap ``|p|``.
+    moving apart (or ``horizon`` 0) gives the current gap ``|p|``.
     """
     speed2 = jnp.sum(rel_vel * rel_vel, axis=-1)
     closing = -jnp.sum(rel_pos * rel_vel, axis=-1)  # > 0 when approaching
-    t = jnp.clip(closing / jnp.maximum(speed2, 1e-9), 0.0, params.separation_horizon)
+    t = jnp.clip(closing / jnp.maximum(speed2, 1e-9), 0.0, horizon)
     return jnp.linalg.norm(rel_pos + t[..., None] * rel_vel, axis=-1)
 
 
@@ -82,7 +89,9 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
       first), then the other agents' positions relative to it (others in index order,
       world frame), then their velocities relative to it (same order): a closing speed is
       what tells a policy that a crossing drone will collide; a crashed (frozen) drone is
-      observed at zero velocity.
+      observed at zero velocity. With a finite ``sensing_radius`` another drone's six
+      values are zeros unless the pair's predicted closest approach within
+      ``sensing_horizon`` s is under ``sensing_radius`` m (threat sensing).
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
     - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
       ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
@@ -169,7 +178,9 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         gap = jnp.linalg.norm(rel_pos, axis=-1)
         both_live = live[:, None] & live[None, :] & ~jnp.eye(n, dtype=bool)
         collided = jnp.any(both_live & (gap < params.collision_distance), axis=1)
-        near = closest_approach(rel_pos, quad.vel[None] - quad.vel[:, None], params)
+        near = closest_approach(
+            rel_pos, quad.vel[None] - quad.vel[:, None], params.separation_horizon
+        )
         crowding = jnp.sum(
             jnp.where(both_live, jnp.maximum(0.0, 1.0 - near / params.separation_radius), 0.0),
             axis=1,
@@ -212,7 +223,12 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         # a crashed drone is frozen in place: others see it at rest, not at the velocity it
         # had when it crashed (its state keeps that velocity)
         vel = jnp.where(state.crashed[:, None], 0.0, state.quad.vel)
-        rel = [relative(state.quad.pos), relative(vel)]
+        rel_pos, rel_vel = relative(state.quad.pos), relative(vel)
+        near = closest_approach(
+            rel_pos.reshape(n, n - 1, 3), rel_vel.reshape(n, n - 1, 3), params.sensing_horizon
+        )
+        sensed = jnp.repeat(near < params.sensing_radius, 3, axis=-1)  # bool[n, 3 (n - 1)]
+        rel = [jnp.where(sensed, rel_pos, 0.0), jnp.where(sensed, rel_vel, 0.0)]
         return jnp.concatenate([own, *rel], axis=-1).astype(jnp.float32)
 
     def agent_mask(self, state: MultiHoverState, params: MultiHoverParams) -> jax.Array:
@@ -236,10 +252,14 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
             raise ValueError(
                 f"params.separation_penalty={penalty.tolist()}: must be finite and >= 0"
             )
-        horizon = np.asarray(params.separation_horizon, np.float64)
-        if not np.all(np.isfinite(horizon)) or np.any(horizon < 0):
+        for name in ("separation_horizon", "sensing_horizon"):
+            horizon = np.asarray(getattr(params, name), np.float64)
+            if not np.all(np.isfinite(horizon)) or np.any(horizon < 0):
+                raise ValueError(f"params.{name}={horizon.tolist()}: must be finite and >= 0")
+        sensing = np.asarray(params.sensing_radius, np.float64)
+        if np.any(np.isnan(sensing)) or np.any(sensing <= 0):
             raise ValueError(
-                f"params.separation_horizon={horizon.tolist()}: must be finite and >= 0"
+                f"params.sensing_radius={sensing.tolist()}: must be > 0 (inf: observe every drone)"
             )
         for name in ("ring_radius", "collision_distance", "separation_radius"):
             v = np.asarray(getattr(params, name), np.float64)

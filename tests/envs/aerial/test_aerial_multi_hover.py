@@ -200,3 +200,33 @@ def test_multi_hover__separation_horizon_penalizes_a_collision_course_before_it_
     np.testing.assert_allclose(np.asarray(r_off - r_ahead), ahead, rtol=1e-4, atol=1e-3)
     with pytest.raises(ValueError, match="params.separation_horizon"):
         env.validate_params(params.replace(separation_horizon=-1.0))
+
+
+@pytest.mark.timeout(60)
+def test_multi_hover__threat_sensing_observes_closing_drones_and_hides_far_ones_at_rest():
+    """``sensing_radius`` 1.5 m, ``sensing_horizon`` 1 s: agents 0 and 1 fly head-on at
+    1.5 m/s each, 3 m apart (farther than the radius, but they would meet within 1 s), so
+    each observes the other; agents 2 and 3 hover at rest 2.5 m from everyone and are
+    observed by nobody (zeros) and observe nobody. Without threat sensing (the default)
+    every pair is observed, and the own 13 values never change."""
+    env, params, _ = _env()
+    _, state = env.reset(KEY, params)
+    pos = jnp.array([[-1.5, 0.0, 2.0], [1.5, 0.0, 2.0], [0.0, 2.5, 2.0], [0.0, -2.5, 2.0]])
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(pos)
+    vel = jnp.array([[1.5, 0, 0], [-1.5, 0, 0], [0, 0, 0], [0, 0, 0]], jnp.float32)
+    state = state.replace(quad=quad.replace(vel=vel))
+    on = params.replace(sensing_radius=jnp.float32(1.5), sensing_horizon=jnp.float32(1.0))
+    full = np.asarray(env.observe(KEY, state, None, params))
+    obs = np.asarray(env.observe(KEY, state, None, on))
+    np.testing.assert_array_equal(obs[:, :13], full[:, :13])
+    others = obs[:, 13:].reshape(4, 2, 3, 3)  # [agent, pos | vel, other slot, xyz]
+    seen = np.abs(others).sum(axis=(1, 3)) > 0  # [agent, other slot] (others in index order)
+    np.testing.assert_array_equal(seen, [[1, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 0]])
+    np.testing.assert_allclose(obs[0, 13:16], pos[1] - pos[0], rtol=1e-6)  # 0 sees 1
+    np.testing.assert_allclose(obs[0, 22:25], vel[1] - vel[0], rtol=1e-6)
+    assert np.all(np.abs(full[:, 13:].reshape(4, 2, 3, 3)).sum(axis=(1, 3)) > 0)
+    for bad in ({"sensing_radius": 0.0}, {"sensing_radius": float("nan")}):
+        with pytest.raises(ValueError, match="params.sensing_radius"):
+            env.validate_params(params.replace(**bad))
+    with pytest.raises(ValueError, match="params.sensing_horizon"):
+        env.validate_params(params.replace(sensing_horizon=-1.0))
