@@ -56,8 +56,8 @@ class MultiHoverParams:
     # and velocity are observed only while the pair's predicted closest approach within
     # sensing_horizon s is under sensing_radius m, zeros otherwise (a drone is never at zero
     # offset: it would have collided). Far-off drones at rest then leave the observation,
-    # and with it the point a policy comes to rest at; closing ones enter it early.
-    sensing_radius: jax.Array = float("inf")  # m
+    # and with it the point a policy comes to rest at; closing ones enter it early. (m)
+    sensing_radius: jax.Array = struct.field(default=float("inf"), metadata={"allow_inf": True})
     sensing_horizon: jax.Array = 1.0  # s
     # spawn attitude/velocity noise (as Hover)
     spawn_pos_range: jax.Array = struct.field(default_factory=lambda: jnp.zeros(3, jnp.float32))

@@ -230,3 +230,8 @@ def test_multi_hover__threat_sensing_observes_closing_drones_and_hides_far_ones_
             env.validate_params(params.replace(**bad))
     with pytest.raises(ValueError, match="params.sensing_horizon"):
         env.validate_params(params.replace(sensing_horizon=-1.0))
+    # inf (off, the default) is a value a config may set; NaN is refused at make
+    _, off = hordax.make("Aerial-MultiHover-v0", params={"sensing_radius": float("inf")})
+    assert np.isinf(off.sensing_radius)
+    with pytest.raises(ValueError, match="params.sensing_radius=nan"):
+        hordax.make("Aerial-MultiHover-v0", params={"sensing_radius": float("nan")})
