@@ -168,7 +168,14 @@ def _env_id(item: pytest.Item) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Inside the env contract suite, the checks of one env run one after another: they read
     one compiled program (``hordax.testing``), whose outputs are kept for the newest few
-    envs only. (How tests are spread over workers: :func:`pytest_xdist_make_scheduler`.)"""
+    envs only. (How tests are spread over workers: :func:`pytest_xdist_make_scheduler`.)
+
+    Every test of the MJX manipulation family (its files, its env ids in the contract, its
+    example) gets the ``mjx`` mark: CI runs ``-m "not (slow and mjx)"`` (README).
+    """
+    for item in items:
+        if "manip" in item.nodeid.lower():
+            item.add_marker(pytest.mark.mjx)
     first = next((i for i, it in enumerate(items) if it.nodeid.startswith(CONTRACT_FILE)), None)
     if first is not None:
         last = max(i for i, it in enumerate(items) if it.nodeid.startswith(CONTRACT_FILE))
