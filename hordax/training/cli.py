@@ -626,8 +626,8 @@ def main(argv: list[str] | None = None) -> None:
             check_run_dir_early(rest)
     elif command in ("backtest", "eval"):  # hordax backtest RUN_DIR ... -> run_dir=RUN_DIR
         rest = [a if "=" in a or a.startswith("-") else f"run_dir={a}" for a in rest]
-        # eval's env_params dict is open (its keys are checked by hordax.make)
-        rest = [f"++{a}" if a.startswith("env_params.") else a for a in rest]
+        if command == "eval":  # its env_params dict is open (keys checked by hordax.make)
+            rest = [f"++{a}" if a.startswith("env_params.") else a for a in rest]
     else:  # bench: env=<id>[,<id>...] names ids (swept under -m), not env config files
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
         rest = [f"++{a}" if a.startswith(("env.params.", "env.kwargs.")) else a for a in rest]

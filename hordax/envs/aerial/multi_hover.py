@@ -216,19 +216,17 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         own = jax.vmap(common.state_observation)(state.quad, state.goal - state.quad.pos)
         others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int32)
 
-        def relative(x):  # [i, j]: x_j - x_i over the others j of each i, flattened
+        def relative(x):  # f32[n, n - 1, 3], [i, k]: x_j - x_i for the k-th other j of i
             rel = x[None, :, :] - x[:, None, :]
-            return rel[np.arange(n)[:, None], others].reshape(n, 3 * (n - 1))
+            return rel[np.arange(n)[:, None], others]
 
         # a crashed drone is frozen in place: others see it at rest, not at the velocity it
         # had when it crashed (its state keeps that velocity)
         vel = jnp.where(state.crashed[:, None], 0.0, state.quad.vel)
         rel_pos, rel_vel = relative(state.quad.pos), relative(vel)
-        near = closest_approach(
-            rel_pos.reshape(n, n - 1, 3), rel_vel.reshape(n, n - 1, 3), params.sensing_horizon
-        )
-        sensed = jnp.repeat(near < params.sensing_radius, 3, axis=-1)  # bool[n, 3 (n - 1)]
-        rel = [jnp.where(sensed, rel_pos, 0.0), jnp.where(sensed, rel_vel, 0.0)]
+        near = closest_approach(rel_pos, rel_vel, params.sensing_horizon)  # f32[n, n - 1]
+        sensed = (near < params.sensing_radius)[..., None]
+        rel = [jnp.where(sensed, r, 0.0).reshape(n, 3 * (n - 1)) for r in (rel_pos, rel_vel)]
         return jnp.concatenate([own, *rel], axis=-1).astype(jnp.float32)
 
     def agent_mask(self, state: MultiHoverState, params: MultiHoverParams) -> jax.Array:
