@@ -151,10 +151,15 @@ def profile(states, ep) -> None:
     offset = err.mean(0)  # [V, n, 3]
     bias = np.linalg.norm(offset, axis=-1)[flying]
     wobble = np.sqrt(np.sum((err - offset[None]) ** 2, axis=-1).mean(0))[flying]
+    travel = goal - pos[0]  # [V, n, 3]: the horizontal line of travel, start to goal
+    travel[..., 2] = 0.0
+    travel /= np.maximum(np.linalg.norm(travel, axis=-1, keepdims=True), 1e-9)
+    along = np.sum(offset * travel, axis=-1)[flying]  # < 0: short of the goal
     print(
         f"flying agents over the last 30 steps: steady offset from the goal median"
         f" {np.median(bias):.3f} m (90th pct {np.percentile(bias, 90):.3f}), motion around"
-        f" it (rms) median {np.median(wobble):.3f} m (90th pct {np.percentile(wobble, 90):.3f})"
+        f" it (rms) median {np.median(wobble):.3f} m (90th pct {np.percentile(wobble, 90):.3f});"
+        f" the offset along the line of travel: mean {along.mean():+.3f} m (< 0: short)"
     )
     within = (dist < radius) & ~crashed  # [T, V, n]
     marks = sorted({*range(100, steps, 50), steps - 1})
