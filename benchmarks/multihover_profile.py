@@ -72,13 +72,15 @@ def trajectories(
     def observe(state):
         return env.observe(ev.keys[0], state, None, ep)
 
+    observe.others = env.per_other * (env.num_agents - 1)  # the others' part's length
+
     return states, ep, act, observe
 
 
 def zero_point(states, ep, act, observe) -> None:
     """At the episodes' final states (flying drones): the commanded speed, its gain on the
-    goal error, and how far the command moves when the others' part of the observation
-    (``[13:]`` before the agent id) comes from another episode's final state instead: a
+    goal error, and how far the command moves when the others' part of the observation (its
+    last ``observe.others`` values) comes from another episode's final state instead: a
     policy whose command at rest moves with far-off neighbours rests at a moving point."""
     last = jax.tree.map(lambda x: x[-1], states)
     obs = np.asarray(jax.vmap(observe)(last))  # [V, n, d]
@@ -90,7 +92,8 @@ def zero_point(states, ep, act, observe) -> None:
         return np.linalg.norm(act(o)[..., :3] - base, axis=-1)[flying] * scale
 
     swapped = obs.copy()
-    swapped[:, :, 13:] = np.roll(obs, 1, axis=0)[:, :, 13:]
+    others = observe.others
+    swapped[:, :, -others:] = np.roll(obs, 1, axis=0)[:, :, -others:]
     change = moved(swapped)
     gains = []
     for axis in range(3):  # 5 cm more goal error along one world axis

@@ -66,16 +66,23 @@ class MultiHoverParams:
     spawn_rate: jax.Array = 0.2
 
 
-def closest_approach(rel_pos: jax.Array, rel_vel: jax.Array, horizon: jax.Array) -> jax.Array:
-    """``f32[...]``: the smallest gap ``|p + v t|`` over ``t`` in ``[0, horizon]`` (s).
+def miss_vector(rel_pos: jax.Array, rel_vel: jax.Array, horizon: jax.Array) -> jax.Array:
+    """``f32[..., 3]``: the other drone's predicted offset ``p + v t`` at the ``t`` in
+    ``[0, horizon]`` (s) where the pair is closest, at their current velocities.
 
     ``rel_pos``, ``rel_vel``: ``f32[..., 3]`` (the other drone's minus this one's); a pair
-    moving apart (or ``horizon`` 0) gives the current gap ``|p|``.
+    moving apart (or ``horizon`` 0) gives the current offset ``p``.
     """
     speed2 = jnp.sum(rel_vel * rel_vel, axis=-1)
     closing = -jnp.sum(rel_pos * rel_vel, axis=-1)  # > 0 when approaching
     t = jnp.clip(closing / jnp.maximum(speed2, 1e-9), 0.0, horizon)
-    return jnp.linalg.norm(rel_pos + t[..., None] * rel_vel, axis=-1)
+    return rel_pos + t[..., None] * rel_vel
+
+
+def closest_approach(rel_pos: jax.Array, rel_vel: jax.Array, horizon: jax.Array) -> jax.Array:
+    """``f32[...]``: the smallest gap ``|p + v t|`` over ``t`` in ``[0, horizon]`` (s)
+    (the norm of :func:`miss_vector`)."""
+    return jnp.linalg.norm(miss_vector(rel_pos, rel_vel, horizon), axis=-1)
 
 
 class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
@@ -84,14 +91,25 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     Paths cross near the centre, so agents must avoid each other.
 
     - constructor: ``num_agents`` (2..16, default 4), ``controller`` (default
-      ``"velocity"``), ``airframe``.
-    - observation ``f32[n, 13 + 6 (n - 1)]``: the agent's Aerial Gym 13 (goal - position
-      first), then the other agents' positions relative to it (others in index order,
+      ``"velocity"``), ``airframe``, ``fine_error`` (m, default 0 = off), ``miss_vectors``
+      (default False), ``frame`` (``"world"``, the default, or ``"yaw"``: every vector below
+      in the drone's yaw frame, the frame of the velocity command, and the quaternion
+      without its yaw, so that a policy needs neither to hold its heading nor to turn the
+      world's vectors into its command's frame).
+    - observation ``f32[n, own_size + per_other (n - 1)]``: the agent's Aerial Gym 13 (goal -
+      position first), with ``fine_error`` > 0 followed by the goal error at that scale,
+      ``clip((goal - position) / fine_error, -1, 1)`` (a linear signal of the last
+      centimetres, where the 13's error is a sliver of its normalized range; ``own_size``
+      16, else 13); then the other agents' positions relative to it (others in index order,
       world frame), then their velocities relative to it (same order): a closing speed is
       what tells a policy that a crossing drone will collide; a crashed (frozen) drone is
-      observed at zero velocity. With a finite ``sensing_radius`` another drone's six
-      values are zeros unless the pair's predicted closest approach within
-      ``sensing_horizon`` s is under ``sensing_radius`` m (threat sensing).
+      observed at zero velocity. With ``miss_vectors`` a third block follows: each other's
+      predicted offset at the pair's closest approach within ``sensing_horizon`` s
+      (:func:`miss_vector`: the way to move away from a collision course, which the
+      position and velocity give only through a quotient; ``per_other`` 9, else 6). With a
+      finite ``sensing_radius`` another drone's values are zeros unless the pair's predicted
+      closest approach within ``sensing_horizon`` s is under ``sensing_radius`` m (threat
+      sensing).
     - action ``f32[n, 4]`` in ``[-1, 1]``; NaN -> 0, clipped. Crashed agents are frozen.
     - reward ``f32[n]``: Hover's reward per agent (with its optional ``precision_gain`` and
       ``progress_scale`` terms, off by default), minus ``separation_penalty`` x the sum over
@@ -110,12 +128,29 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     """
 
     def __init__(
-        self, num_agents: int = 4, controller: str = "velocity", airframe: str = "aerial_gym"
+        self,
+        num_agents: int = 4,
+        controller: str = "velocity",
+        airframe: str = "aerial_gym",
+        fine_error: float = 0.0,
+        miss_vectors: bool = False,
+        frame: str = "world",
     ):
         super().__init__()
         if not 2 <= int(num_agents) <= 16:
             raise ValueError(f"num_agents={num_agents}: must be an integer in [2, 16]")
+        if not (math.isfinite(float(fine_error)) and float(fine_error) >= 0):
+            raise ValueError(f"fine_error={fine_error}: must be finite and >= 0 (0 = off)")
         self._num_agents = int(num_agents)
+        self.fine_error = float(fine_error)
+        self.miss_vectors = bool(miss_vectors)
+        if frame not in ("world", "yaw"):
+            raise ValueError(f"frame={frame!r}: must be 'world' or 'yaw'")
+        self.frame = frame
+        #: values observed per other drone: relative position and velocity (and miss vector)
+        self.per_other = 9 if self.miss_vectors else 6
+        #: length of the agent's own part of the observation (before the others' vectors)
+        self.own_size = 16 if self.fine_error > 0 else 13
         self.controller = common.check_controller(controller)
         self.airframe = airframe
         self._quad, self._ctrl = common.airframe_presets(airframe)
@@ -213,7 +248,28 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
 
     def observe(self, key: jax.Array, state: MultiHoverState, action: Any, params):
         n = self.num_agents
-        own = jax.vmap(common.state_observation)(state.quad, state.goal - state.quad.pos)
+        quad = state.quad
+        frame = None
+        if self.frame == "yaw":  # vectors in each drone's yaw frame, attitude without yaw
+            euler = dyn.quat_to_euler(quad.quat)  # f32[n, 3]: roll, pitch, yaw
+            cos, sin = jnp.cos(euler[:, 2]), jnp.sin(euler[:, 2])
+
+            def frame(v):  # f32[n, ..., 3], world -> Rz(-yaw_i) v for agent i
+                shape = (n,) + (1,) * (v.ndim - 2)
+                c, s = cos.reshape(shape), sin.reshape(shape)
+                x, y = v[..., 0], v[..., 1]
+                return jnp.stack([c * x + s * y, c * y - s * x, v[..., 2]], axis=-1)
+
+            # q = q_yaw q_tilt: with q_tilt and the yaw-frame velocity the body velocity
+            # (q_tilt^-1 applied) and the body rates are unchanged
+            tilt = dyn.quat_from_euler(euler[:, 0], euler[:, 1], jnp.zeros_like(euler[:, 2]))
+            quad = quad.replace(quat=tilt, vel=frame(quad.vel))
+            error = frame(state.goal - state.quad.pos)
+        else:
+            error = state.goal - quad.pos  # f32[n, 3]
+        own = jax.vmap(common.state_observation)(quad, error)
+        if self.fine_error > 0:  # the goal error at a fine scale, saturating beyond it
+            own = jnp.concatenate([own, jnp.clip(error / self.fine_error, -1.0, 1.0)], axis=-1)
         others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int32)
 
         def relative(x):  # f32[n, n - 1, 3], [i, k]: x_j - x_i for the k-th other j of i
@@ -224,9 +280,12 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         # had when it crashed (its state keeps that velocity)
         vel = jnp.where(state.crashed[:, None], 0.0, state.quad.vel)
         rel_pos, rel_vel = relative(state.quad.pos), relative(vel)
-        near = closest_approach(rel_pos, rel_vel, params.sensing_horizon)  # f32[n, n - 1]
-        sensed = (near < params.sensing_radius)[..., None]
-        rel = [jnp.where(sensed, r, 0.0).reshape(n, 3 * (n - 1)) for r in (rel_pos, rel_vel)]
+        miss = miss_vector(rel_pos, rel_vel, params.sensing_horizon)  # f32[n, n - 1, 3]
+        sensed = (jnp.linalg.norm(miss, axis=-1) < params.sensing_radius)[..., None]
+        parts = (rel_pos, rel_vel, miss) if self.miss_vectors else (rel_pos, rel_vel)
+        if frame is not None:
+            parts = tuple(frame(r) for r in parts)
+        rel = [jnp.where(sensed, r, 0.0).reshape(n, 3 * (n - 1)) for r in parts]
         return jnp.concatenate([own, *rel], axis=-1).astype(jnp.float32)
 
     def agent_mask(self, state: MultiHoverState, params: MultiHoverParams) -> jax.Array:
@@ -234,8 +293,9 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
 
     def observation_space(self, params: MultiHoverParams) -> spaces.Box:
         n = self.num_agents
-        high = np.full((n, 13 + 6 * (n - 1)), np.inf, np.float32)
+        high = np.full((n, self.own_size + self.per_other * (n - 1)), np.inf, np.float32)
         high[:, 3:7] = 1.0
+        high[:, 13 : self.own_size] = 1.0
         return spaces.Box(jnp.asarray(-high), jnp.asarray(high), high.shape, jnp.float32)
 
     def action_space(self, params: MultiHoverParams) -> spaces.Box:

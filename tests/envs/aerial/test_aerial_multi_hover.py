@@ -12,6 +12,7 @@ import pytest
 import hordax
 from hordax.envs.aerial import dynamics as dyn
 from hordax.envs.aerial.expert import layered_velocity_action
+from hordax.envs.aerial.multi_hover import MultiHover
 
 KEY = jax.random.key(0)
 
@@ -235,3 +236,102 @@ def test_multi_hover__threat_sensing_observes_closing_drones_and_hides_far_ones_
     assert np.isinf(off.sensing_radius)
     with pytest.raises(ValueError, match="params.sensing_radius=nan"):
         hordax.make("Aerial-MultiHover-v0", params={"sensing_radius": float("nan")})
+
+
+@pytest.mark.timeout(60)
+def test_multi_hover__fine_error_appends_the_saturated_goal_error():
+    """``fine_error=0.2``: the own part grows to 16 values, the last three
+    ``clip((goal - pos) / 0.2, -1, 1)`` (linear within 0.2 m of the goal, +-1 beyond); the
+    first 13 and the others' vectors are those of the default env; the space bounds the three
+    to [-1, 1]; a negative or non-finite value is refused at construction."""
+    env, params, _ = _env()
+    fine = MultiHover(fine_error=0.2)
+    _, state = env.reset(KEY, params)
+    near = state.goal + jnp.array([[0.05, -0.1, 0.0], [0.3, 0.0, -0.5], [0, 0, 0], [0, 0, 0]])
+    state = state.replace(quad=state.quad.replace(pos=near))
+    base = np.asarray(env.observe(KEY, state, None, params))
+    obs = np.asarray(fine.observe(KEY, state, None, params))
+    assert obs.shape == (4, 16 + 18) and fine.observation_space(params).shape == (4, 34)
+    np.testing.assert_array_equal(obs[:, :13], base[:, :13])
+    np.testing.assert_array_equal(obs[:, 16:], base[:, 13:])
+    np.testing.assert_allclose(obs[:2, 13:16], [[-0.25, 0.5, 0.0], [-1.0, 0.0, 1.0]], atol=1e-5)
+    space = fine.observation_space(params)
+    assert np.all(np.asarray(space.high)[:, 13:16] == 1.0) and np.all(np.isinf(space.high[:, 16:]))
+    assert fine.own_size == 16 and env.own_size == 13
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="fine_error"):
+            MultiHover(fine_error=bad)
+
+
+@pytest.mark.timeout(60)
+def test_multi_hover__miss_vectors_give_the_offset_at_closest_approach():
+    """``miss_vectors=True``: a third block per other drone, its predicted offset at the
+    pair's closest approach within ``sensing_horizon``. Agents 0 and 1 fly head-on at 1.5 m/s
+    each, 3 m apart with 0.2 m of height between them: within 1 s they pass 0.2 m apart
+    (miss (0, 0, 0.2) for agent 0), within 0.5 s the offset is (1.5, 0, 0.2). Agents 2 and 3
+    at rest: their current offset from each other, or zeros where threat sensing hides them
+    (agent 0 passes 2 at 2.5 m after 1 s: hidden beyond 1.5 m). The first two
+    blocks are those of the default env."""
+    env, params, _ = _env()
+    miss_env = MultiHover(miss_vectors=True)
+    _, state = env.reset(KEY, params)
+    pos = jnp.array([[-1.5, 0.0, 2.0], [1.5, 0.0, 2.2], [0.0, 2.5, 2.0], [0.0, -2.5, 2.0]])
+    quad = jax.vmap(lambda p: dyn.hover_state(params.quad, p))(pos)
+    vel = jnp.array([[1.5, 0, 0], [-1.5, 0, 0], [0, 0, 0], [0, 0, 0]], jnp.float32)
+    state = state.replace(quad=quad.replace(vel=vel))
+    assert miss_env.observation_space(params).shape == (4, 13 + 27) and miss_env.per_other == 9
+    for horizon, want in ((1.0, [0.0, 0.0, 0.2]), (0.5, [1.5, 0.0, 0.2])):
+        p = params.replace(sensing_horizon=jnp.float32(horizon))
+        base = np.asarray(env.observe(KEY, state, None, p))
+        obs = np.asarray(miss_env.observe(KEY, state, None, p))
+        np.testing.assert_array_equal(obs[:, :31], base)
+        miss = obs[:, 31:].reshape(4, 3, 3)  # [agent, other slot, xyz]
+        np.testing.assert_allclose(miss[0, 0], want, atol=1e-5)
+        np.testing.assert_allclose(miss[1, 0], -np.asarray(want), atol=1e-5)
+        np.testing.assert_allclose(miss[2, 2], pos[3] - pos[2], atol=1e-6)  # both at rest: now
+        # agent 0 flies past agent 2 (at rest 2.5 m off its line), abeam at t = 1 s
+        np.testing.assert_allclose(miss[0, 1], [1.5 - 1.5 * horizon, 2.5, 0.0], atol=1e-5)
+    hidden = params.replace(sensing_radius=jnp.float32(1.5))
+    miss = np.asarray(miss_env.observe(KEY, state, None, hidden))[:, 31:].reshape(4, 3, 3)
+    assert np.all(miss[2:] == 0) and np.all(miss[0, 1:] == 0) and np.abs(miss[0, 0]).sum() > 0
+
+
+@pytest.mark.timeout(60)
+def test_multi_hover__yaw_frame_observation_is_invariant_to_turning_the_world():
+    """``frame="yaw"``: every vector in the drone's yaw frame (the velocity command's frame)
+    and the attitude without its yaw, so turning the whole scene about the vertical (goals,
+    positions, velocities, headings) leaves every value unchanged, where the world-frame
+    observation changes; with every heading at yaw 0 the two frames agree. Tested with the
+    fine error and miss vectors on (every block rotated)."""
+    kw = {"fine_error": 0.2, "miss_vectors": True}
+    world, params = hordax.make("Aerial-MultiHover-v0", **kw)
+    yaw_env, _ = hordax.make("Aerial-MultiHover-v0", frame="yaw", **kw)
+    _, state = world.reset(jax.random.key(3), params)
+    c, s = np.cos(0.7), np.sin(0.7)
+    turn = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]], jnp.float32)
+    q_turn = dyn.quat_from_euler(0.0, 0.0, 0.7)
+    quad = state.quad
+    turned = state.replace(
+        goal=state.goal @ turn.T,
+        quad=quad.replace(
+            pos=quad.pos @ turn.T,
+            vel=quad.vel @ turn.T,
+            quat=jax.vmap(lambda q: dyn.quat_mul(q_turn, q))(quad.quat),
+        ),
+    )
+
+    def obs(env, st):
+        return np.asarray(env.observe(KEY, st, None, params))
+
+    np.testing.assert_allclose(obs(yaw_env, turned), obs(yaw_env, state), atol=1e-5)
+    assert np.abs(obs(world, turned) - obs(world, state)).max() > 0.5
+    euler = jax.vmap(dyn.quat_to_euler)(quad.quat)
+    assert np.abs(np.asarray(euler[:, 2])).min() > 0.05  # the spawn's headings are not 0
+    level = state.replace(
+        quad=quad.replace(
+            quat=jax.vmap(dyn.quat_from_euler)(euler[:, 0], euler[:, 1], 0 * euler[:, 2])
+        )
+    )
+    np.testing.assert_allclose(obs(yaw_env, level), obs(world, level), atol=1e-5)
+    with pytest.raises(ValueError, match="frame='body'"):
+        MultiHover(frame="body")
