@@ -8,7 +8,7 @@ evaluation return mean ± std over the members (seeds), each member's mean, per-
 wall and compile times.
 
     python benchmarks/marl_curves.py RUN_DIR [RUN_DIR::team/<name>/episode_return ...] \\
-        --png out.png [--ref LABEL=VALUE]
+        [RUN_DIR::task/<metric> ...] --png out.png [--ref LABEL=VALUE]
 """
 
 from __future__ import annotations
@@ -34,16 +34,28 @@ def load_run(run_dir: str, key: str = "episode_return") -> dict:
     return {"dir": run_dir, "steps": steps, "curves": curves, "summary": summary, "rows": rows}
 
 
-def eval_members(summary: dict) -> list[dict]:
-    """The evaluation block per member (one entry for a single run)."""
-    ev = summary["eval"]
+def eval_members(summary: dict, run_dir: str = "") -> list[dict]:
+    """The evaluation block per member (one entry for a single run): the train-time one of
+    ``summary.json``, else ``RUN_DIR/eval.json`` (``hordax eval``'s) for a run trained with
+    ``eval.episodes=0``."""
+    ev = summary.get("eval") or json.loads(Path(run_dir, "eval.json").read_text())
     return ev.get("members") or [ev]
+
+
+def eval_value(member: dict, key: str) -> float:
+    """A member's evaluation mean of the curve's metric ``key``: ``team/<name>/...`` its
+    team's return, ``task/<name>`` that task metric, else the return."""
+    if key.startswith("team/"):
+        return member["team_return"][key.split("/")[1]]["mean"]
+    if key.startswith("task/"):
+        return member["metrics"][key[len("task/") :]]["mean"]
+    return member["return"]["mean"]
 
 
 def table_row(run: dict) -> str:
     s = run["summary"]
-    members = eval_members(s)
-    rets = np.array([m["return"]["mean"] for m in members])
+    members = eval_members(s, run["dir"])
+    rets = np.array([eval_value(m, run["key"]) for m in members])
     teams = {}
     for m in members:
         for name, st in (m.get("team_return") or {}).items():
@@ -89,11 +101,7 @@ def main() -> None:
         ]
         for run, label in zip(runs, labels, strict=True):
             c, x = run["curves"], run["steps"]
-            team = run["key"].split("/")[1] if run["key"] else ""
-            rets = [
-                m["team_return"][team]["mean"] if team else m["return"]["mean"]
-                for m in eval_members(run["summary"])
-            ]
+            rets = [eval_value(m, run["key"]) for m in eval_members(run["summary"], run["dir"])]
             line = ax.plot(x, c.mean(0), label=f"{label} (eval {np.mean(rets):.2f})")[0]
             ax.fill_between(x, c.min(0), c.max(0), alpha=0.25, color=line.get_color())
         for ref in args.ref:
@@ -102,7 +110,12 @@ def main() -> None:
             ax.annotate(label, (0.02, float(value)), xycoords=("axes fraction", "data"), fontsize=7,
                         va="bottom", color="gray")  # fmt: skip
         ax.set_xlabel("env steps (per seed)")
-        ax.set_ylabel("training episode return (per agent)")
+        key = runs[0]["key"]
+        ax.set_ylabel(
+            f"training {key[5:]}"
+            if key.startswith("task/")
+            else "training episode return (per agent)"
+        )
         ax.set_title(args.title or runs[0]["summary"].get("env", ""))
         ax.legend(fontsize=8)
         fig.tight_layout()
