@@ -143,6 +143,8 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
             raise ValueError(f"fine_error={fine_error}: must be finite and >= 0 (0 = off)")
         self._num_agents = int(num_agents)
         self.fine_error = float(fine_error)
+        if not isinstance(miss_vectors, bool | np.bool_):
+            raise ValueError(f"miss_vectors={miss_vectors!r}: must be true or false")
         self.miss_vectors = bool(miss_vectors)
         if frame not in ("world", "yaw"):
             raise ValueError(f"frame={frame!r}: must be 'world' or 'yaw'")

@@ -291,6 +291,8 @@ def test_multi_hover__miss_vectors_give_the_offset_at_closest_approach():
         np.testing.assert_allclose(miss[2, 2], pos[3] - pos[2], atol=1e-6)  # both at rest: now
         # agent 0 flies past agent 2 (at rest 2.5 m off its line), abeam at t = 1 s
         np.testing.assert_allclose(miss[0, 1], [1.5 - 1.5 * horizon, 2.5, 0.0], atol=1e-5)
+    with pytest.raises(ValueError, match="miss_vectors='false'"):
+        MultiHover(miss_vectors="false")  # a string would otherwise read as True
     hidden = params.replace(sensing_radius=jnp.float32(1.5))
     miss = np.asarray(miss_env.observe(KEY, state, None, hidden))[:, 31:].reshape(4, 3, 3)
     assert np.all(miss[2:] == 0) and np.all(miss[0, 1:] == 0) and np.abs(miss[0, 0]).sum() > 0
