@@ -98,6 +98,16 @@ def fly(
     return nxt, finite
 
 
+def yaw_frame(yaw: jax.Array, v: jax.Array) -> jax.Array:
+    """World vectors ``v f32[..., 3]`` in the yaw-aligned vehicle frame: ``Rz(-yaw) v``.
+
+    ``yaw`` (rad) broadcasts against ``v[..., 0]``. The frame of the velocity controller's
+    command, so a goal vector observed in it is the direction to command.
+    """
+    c, s = jnp.cos(yaw), jnp.sin(yaw)
+    return jnp.stack([c * v[..., 0] + s * v[..., 1], -s * v[..., 0] + c * v[..., 1], v[..., 2]], -1)
+
+
 def state_observation(quad_state: dyn.QuadState, pos_error: jax.Array) -> jax.Array:
     """Aerial Gym's 13-dim observation ``f32[13]``.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from hordax.envs.aerial.common import yaw_frame
 from hordax.envs.aerial.dynamics import quat_to_euler
 
 
@@ -40,8 +41,6 @@ def layered_velocity_action(
     far = jnp.linalg.norm(err[..., :2], axis=-1) > near
     err = err.at[..., 2].add(jnp.where(far, dz, 0.0))
     v = jnp.clip(gain * err, -max_speed, max_speed) / max_speed
-    c, s = jnp.cos(yaw), jnp.sin(yaw)
-    vx = c * v[..., 0] + s * v[..., 1]
-    vy = -s * v[..., 0] + c * v[..., 1]
     yaw_rate = jnp.clip(-2.0 * yaw, -1.0, 1.0)
-    return jnp.stack([vx, vy, v[..., 2], yaw_rate], axis=-1).astype(jnp.float32)
+    command = jnp.concatenate([yaw_frame(yaw, v), yaw_rate[..., None]], axis=-1)
+    return command.astype(jnp.float32)

@@ -251,22 +251,18 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
     def observe(self, key: jax.Array, state: MultiHoverState, action: Any, params):
         n = self.num_agents
         quad = state.quad
-        frame = None
+        to_frame = None  # world -> each drone's yaw frame, when observed in it
         if self.frame == "yaw":  # vectors in each drone's yaw frame, attitude without yaw
             euler = dyn.quat_to_euler(quad.quat)  # f32[n, 3]: roll, pitch, yaw
-            cos, sin = jnp.cos(euler[:, 2]), jnp.sin(euler[:, 2])
 
-            def frame(v):  # f32[n, ..., 3], world -> Rz(-yaw_i) v for agent i
-                shape = (n,) + (1,) * (v.ndim - 2)
-                c, s = cos.reshape(shape), sin.reshape(shape)
-                x, y = v[..., 0], v[..., 1]
-                return jnp.stack([c * x + s * y, c * y - s * x, v[..., 2]], axis=-1)
+            def to_frame(v):  # f32[n, ..., 3]: Rz(-yaw_i) v for agent i
+                return common.yaw_frame(euler[:, 2].reshape((n,) + (1,) * (v.ndim - 2)), v)
 
             # q = q_yaw q_tilt: with q_tilt and the yaw-frame velocity the body velocity
             # (q_tilt^-1 applied) and the body rates are unchanged
             tilt = dyn.quat_from_euler(euler[:, 0], euler[:, 1], jnp.zeros_like(euler[:, 2]))
-            quad = quad.replace(quat=tilt, vel=frame(quad.vel))
-            error = frame(state.goal - state.quad.pos)
+            quad = quad.replace(quat=tilt, vel=to_frame(quad.vel))
+            error = to_frame(state.goal - state.quad.pos)
         else:
             error = state.goal - quad.pos  # f32[n, 3]
         own = jax.vmap(common.state_observation)(quad, error)
@@ -285,8 +281,8 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
         miss = miss_vector(rel_pos, rel_vel, params.sensing_horizon)  # f32[n, n - 1, 3]
         sensed = (jnp.linalg.norm(miss, axis=-1) < params.sensing_radius)[..., None]
         parts = (rel_pos, rel_vel, miss) if self.miss_vectors else (rel_pos, rel_vel)
-        if frame is not None:
-            parts = tuple(frame(r) for r in parts)
+        if to_frame is not None:
+            parts = tuple(to_frame(r) for r in parts)
         rel = [jnp.where(sensed, r, 0.0).reshape(n, 3 * (n - 1)) for r in parts]
         return jnp.concatenate([own, *rel], axis=-1).astype(jnp.float32)
 

@@ -69,9 +69,7 @@ def vehicle_frame(quat: jax.Array, v: jax.Array) -> jax.Array:
     goal direction observed is the direction to command (Aerial Gym's navigation task also
     observes the goal vector in the vehicle frame).
     """
-    yaw = dyn.quat_to_euler(quat)[2]
-    c, s = jnp.cos(yaw), jnp.sin(yaw)
-    return jnp.stack([c * v[0] + s * v[1], -s * v[0] + c * v[1], v[2]])
+    return common.yaw_frame(dyn.quat_to_euler(quat)[2], v)
 
 
 def min_pool(depth: jax.Array, cells: tuple[int, int]) -> jax.Array:
