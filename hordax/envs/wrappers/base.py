@@ -26,6 +26,13 @@ class Wrapper(GymnaxWrapper):
         """The wrapped env's state inside this wrapper's ``state``."""
         return state.env_state if self.wraps_state else state
 
+    def map_env_state(self, state: Any, fn: Any) -> Any:
+        """``state`` with the *innermost* env's state ``s`` replaced by ``fn(s)`` (through
+        every wrapper below this one; the wrappers' own fields unchanged)."""
+        inner = self.inner_state(state)
+        inner = self._env.map_env_state(inner, fn) if isinstance(self._env, Wrapper) else fn(inner)
+        return state.replace(env_state=inner) if self.wraps_state else inner
+
     def critic_observation(self, state: Any, params: Any = None) -> Any:
         """The innermost env's ``critic_observation`` of the state inside ``state`` (see
         ``docs/env_protocol.md``, "Critic observations")."""

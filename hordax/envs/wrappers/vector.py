@@ -92,6 +92,16 @@ class VecEnv(Wrapper):
             ``m > k`` episodes end costs ``ceil(m / k)`` rounds. Used only where
             :func:`~hordax.envs.core.supports_step_no_reset` holds for ``env`` (a wrapper
             that overrides ``step`` without ``step_no_reset`` gets in-step resets).
+        stagger: ``reset`` starts each slot's first episode at a random step counter
+            ``time ~ U{0, ..., max_steps_in_episode - 1}`` (the innermost env state's
+            ``time``), so that slot's first episode truncates early and the slots' episodes
+            end at different steps from then on (Isaac Gym legged_gym's
+            ``init_at_random_ep_len``). Without it every slot of a fixed-length task
+            truncates on the same step, forever, and each rollout of ``T << max_steps``
+            steps holds one phase of the episode only. The env's state is otherwise the
+            fresh reset's; only for envs whose dynamics do not read ``time`` (it counts
+            towards truncation only) is that a state of the task. The first, shortened
+            episodes are logged as such (``LogEpisode`` counts from 0).
 
     Multi-agent envs: ``info["next_agent_mask"]`` (``bool[B, n_agents]``) is
     ``env.agent_mask`` of the state each slot returns (after an auto-reset, the new
@@ -121,8 +131,10 @@ class VecEnv(Wrapper):
         params_batched: bool = False,
         reset_pool: int = AUTO_POOL,
         critic_obs: bool = False,
+        stagger: bool = False,
     ):
         super().__init__(env)
+        self.stagger = bool(stagger)
         if int(num_envs) < 1:
             raise ValueError(f"num_envs={num_envs}: must be an integer >= 1")
         self.num_envs = int(num_envs)
@@ -166,7 +178,24 @@ class VecEnv(Wrapper):
         params = self._env.default_params if params is None else params
         keys = jax.random.split(key, self.num_envs)
         obs, state = jax.vmap(self._env.reset, in_axes=(0, self._params_axis))(keys, params)
+        if self.stagger:
+            state = self._staggered(jax.random.fold_in(key, 1), state, params)
         return self._with_critic(obs, state, params), state
+
+    def _staggered(self, key: jax.Array, state: Any, params: Any) -> Any:
+        """``state [B]`` with each slot's env ``time`` drawn from ``U{0, ..., limit - 1}``
+        (``limit`` its ``params.max_steps_in_episode``); keys apart from the resets'."""
+        limit = jnp.broadcast_to(jnp.asarray(params.max_steps_in_episode), (self.num_envs,))
+        u = jax.random.uniform(key, (self.num_envs,))
+        times = jnp.minimum(jnp.floor(u * limit), limit - 1).astype(jnp.int32)
+
+        def set_time(s: Any, t: jax.Array) -> Any:
+            with_time = lambda e: e.replace(time=t.astype(e.time.dtype))  # noqa: E731
+            if isinstance(self._env, Wrapper):
+                return self._env.map_env_state(s, with_time)
+            return with_time(s)
+
+        return jax.vmap(set_time)(state, times)
 
     def step(
         self, key: jax.Array, state: Any, action: Any, params: Any = None

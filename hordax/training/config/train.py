@@ -57,6 +57,12 @@ class TrainerConfig:
     reset_pool: int = -1
     """Fresh resets computed per env step (VecEnv's pool): -1 auto (ceil(num_envs / 64)),
     0 off (reset_env for every env every step, gymnax's in-step path), k >= 1 that many."""
+    stagger_starts: bool = False
+    """Start each env slot's first episode at a random step counter in
+    ``[0, max_steps_in_episode)`` so that the slots' episodes end at different steps
+    (``VecEnv(stagger=True)``): on a fixed-length task every update then sees every phase of
+    the episode, not the one its rollout window covers. For envs whose dynamics do not read
+    the step counter (docs/training.md)."""
 
 
 @dataclass

@@ -20,16 +20,23 @@ from hordax.envs.wrappers import (
 )
 
 
-def make_env_stack(env: Any, agent_cfg: Any, num_envs: int, reset_pool: int = -1) -> Any:
+def make_env_stack(
+    env: Any, agent_cfg: Any, num_envs: int, reset_pool: int = -1, stagger: bool = False
+) -> Any:
     """``VecEnv(LogEpisode(ClipAction(env)))`` (see ``hordax.envs.wrappers``), then
     normalization as the agent config asks (fields ``normalize_obs``, ``normalize_reward``;
     absent or ``agent_cfg=None`` = off); ``reset_pool`` as ``VecEnv`` takes it
-    (``trainer.reset_pool``: -1 auto, 0 off). ``agent_cfg.critic_obs`` (absent = off): the
+    (``trainer.reset_pool``: -1 auto, 0 off); ``stagger`` as ``VecEnv`` takes it
+    (``trainer.stagger_starts``). ``agent_cfg.critic_obs`` (absent = off): the
     observations are ``{"actor", "critic"}`` pairs with the env's critic observation
     (``VecEnv(critic_obs=True)``), normalized with their own statistics."""
     critic_obs = bool(getattr(agent_cfg, "critic_obs", False))
     batch_env = VecEnv(
-        LogEpisode(ClipAction(env)), num_envs, reset_pool=reset_pool, critic_obs=critic_obs
+        LogEpisode(ClipAction(env)),
+        num_envs,
+        reset_pool=reset_pool,
+        critic_obs=critic_obs,
+        stagger=stagger,
     )
     if getattr(agent_cfg, "normalize_obs", False):
         batch_env = NormalizeObservation(batch_env)

@@ -52,7 +52,13 @@ class UpdateLoop:
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
         stack_cfg = agent_cfg if stack_cfg == "agent" else stack_cfg
-        self.env = make_env_stack(env, stack_cfg, trainer_cfg.num_envs, trainer_cfg.reset_pool)
+        self.env = make_env_stack(
+            env,
+            stack_cfg,
+            trainer_cfg.num_envs,
+            trainer_cfg.reset_pool,
+            stagger=bool(getattr(trainer_cfg, "stagger_starts", False)),
+        )
 
         self.obs_shape = tuple(env.observation_space(env_params).shape)
         self.action_space = env.action_space(env_params)
