@@ -220,16 +220,19 @@ def test_cli__default_pendulum_reaches_minus_250(tmp_path):
 @pytest.mark.timeout(900)
 def test_cli__tuned_multihover_ippo_learns_the_crossing(tmp_path):
     """Issue #14's MultiHover by IPPO, small: the tuned config (yaw-frame observation, fine
-    goal error, miss vectors) at 1M env steps instead of 4M, one seed, then greedy fresh
-    episodes. Measured here: all four within 0.1 m in 0.586 of 128 episodes, 8.2 % of the
-    drones crashed, 134 s with compile (an untrained policy: 0); the thresholds leave room
-    for another machine's float rounding, which moves a training run. Full budget, 6 seeds x
-    512 episodes: benchmarks/RESULTS.md section 28."""
+    goal error, miss vectors, separation warning at 1 s, staggered starts, lr 5e-4) at 1M
+    env steps instead of 4M, one seed, then greedy fresh episodes. Measured here (AVX-512
+    host): all four within 0.1 m in 0.977 of 128 episodes, 1.2 % of the drones crashed, 64 s
+    with compile (an untrained policy: 0; section 28's config: 0.586). The thresholds leave
+    room for another machine's float rounding, which moves a training run, and for the
+    through-the-centre mode about one run in ten settles in (training-time 0.72-0.79 at 1M
+    steps, 12-15 % crashed). Full budget, 15 runs x 512 episodes: benchmarks/RESULTS.md
+    section 29."""
     args = ["env=Aerial-MultiHover-v0", "agent=ippo", "progress=false", "eval.episodes=128"]
     args += ["trainer.total_env_steps=1000000", "trainer.num_chunks=2"]
     summary, _ = _run_cli(args, tmp_path, timeout=850)
     metrics = summary["eval"]["metrics"]
-    assert metrics["all_success"]["mean"] >= 0.3, metrics
+    assert metrics["all_success"]["mean"] >= 0.5, metrics
     assert metrics["crashed"]["mean"] <= 0.2, metrics
 
 
