@@ -106,6 +106,10 @@ class Environment(gx_env.Environment, Generic[TEnvState, TEnvParams]):
     #: Whether ``reset_env`` draws a random initial state (the contract suite then checks
     #: that consecutive episodes in one slot start differently).
     random_reset: bool = True
+    #: Whether the dynamics, reward or observation read ``state.time`` beyond the time
+    #: limit (a reference trajectory, a replayed log, a time-discounted reward): then a
+    #: state with another ``time`` is another task, and ``VecEnv(stagger=True)`` refuses it.
+    reads_time: bool = False
 
     def validate_params(self, params: Any) -> None:
         """Check user-supplied params on the host; raise ``ValueError`` naming the field."""
@@ -206,6 +210,33 @@ def has_critic_observation(env: Any) -> bool:
     return callable(getattr(inner, "critic_observation", None)) and callable(
         getattr(inner, "critic_observation_space", None)
     )
+
+
+#: gymnax envs whose dynamics, reward or observation read ``state.time`` (the bandits'
+#: and meta-envs' time feature, bsuite's chains).
+_GYMNAX_READS_TIME = frozenset(
+    {
+        "BernoulliBandit",
+        "GaussianBandit",
+        "MetaMaze",
+        "PointRobot",
+        "DiscountingChain",
+        "MemoryChain",
+        "UmbrellaChain",
+    }
+)
+
+
+def reads_time(env: Any) -> bool:
+    """True when ``env`` (or the env a wrapper stack ends in) reads its step counter
+    ``state.time`` for more than the time limit (:attr:`Environment.reads_time`, or one of
+    gymnax's such envs)."""
+    inner = env
+    while hasattr(inner, "_env"):
+        inner = inner._env
+    if isinstance(inner, Environment):
+        return bool(inner.reads_time)
+    return type(inner).__name__ in _GYMNAX_READS_TIME
 
 
 def is_multi_agent(env: Any) -> bool:

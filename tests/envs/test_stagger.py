@@ -45,6 +45,20 @@ def rollout(vec, params, key):
     return obs0, state0, jax.lax.scan(body, state0, jax.random.split(key, T))[1]
 
 
+def assert_equal_but_time(vec, plain_state, staggered_state) -> None:
+    """Every leaf of the two batch states equal (wrappers' fields included) once the
+    staggered one's innermost counters are set back to the plain one's."""
+    zeroed = jax.vmap(
+        lambda s, t: (
+            vec._env.map_env_state(s, lambda e: e.replace(time=t))
+            if hasattr(vec._env, "map_env_state")
+            else s.replace(time=t)
+        )
+    )(staggered_state, inner_time(plain_state))
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, plain_state, zeroed))
+    assert jax.tree.structure(plain_state) == jax.tree.structure(staggered_state)
+
+
 def end_steps(done: np.ndarray, slot: int) -> list[int]:
     """1-based step numbers on which slot ``slot``'s episodes ended."""
     return [int(t) + 1 for t in np.nonzero(done[:, slot])[0]]
@@ -65,11 +79,11 @@ def test_stagger__first_episode_shortened_then_full_length(pendulum):
     obs_p, state_p, done_p = rollout(plain, params, key)
     obs_s, state_s, done_s = rollout(staggered, params, key)
 
-    # the same fresh resets (obs and every state leaf but the counter)
+    # the same fresh resets (obs and every state leaf but the counter, LogEpisode's included)
     np.testing.assert_array_equal(np.asarray(obs_p), np.asarray(obs_s))
     np.testing.assert_array_equal(inner_time(state_p), 0)
-    zero = state_s.env_state.replace(time=state_p.env_state.time)
-    assert jax.tree.all(jax.tree.map(jnp.array_equal, state_p.env_state, zero))
+    assert_equal_but_time(staggered, state_p, state_s)
+    assert not np.array_equal(inner_time(state_s), inner_time(state_p))
     times = inner_time(state_s)
     assert times.min() >= 0 and times.max() <= LIMIT - 1
     assert len(set(times.tolist())) >= 6, f"{N} draws in [0, {LIMIT}) gave {sorted(set(times))}"
@@ -91,35 +105,67 @@ def test_stagger__per_slot_limits_and_through_normalization(pendulum):
     assert np.all(times >= 0) and np.all(times < limits), (times, limits)
     assert times[limits == 50].max() > 3  # the long slots' draws are not capped by the short
 
-    # the trainers' stack: VecEnv inside the normalization wrappers
+    # the trainers' stack: VecEnv inside the normalization wrappers, whose statistics and
+    # observations are those of the plain stack
     cfg = types.SimpleNamespace(normalize_obs=True, normalize_reward=True, gamma=0.99)
     stack = make_env_stack(env, cfg, N, stagger=True)
+    plain = make_env_stack(env, cfg, N)
     assert stack.unwrapped is env
-    times = inner_time(stack.reset(jax.random.key(1), params)[1])
+    obs_s, state_s = stack.reset(jax.random.key(1), params)
+    obs_p, state_p = plain.reset(jax.random.key(1), params)
+    times = inner_time(state_s)
     assert times.max() > 0 and times.max() <= LIMIT - 1
+    np.testing.assert_array_equal(np.asarray(obs_s), np.asarray(obs_p))
+    unstaggered = stack.map_env_state(state_s, lambda e: e.replace(time=jnp.zeros_like(e.time)))
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, state_p, unstaggered))
 
 
 def test_stagger__multi_agent_env():
     env, params = hordax.make("Aerial-MultiHover-v0")
     vec = VecEnv(LogEpisode(ClipAction(env)), 8, stagger=True)
     obs, state = vec.reset(jax.random.key(0), params)
+    obs_p, state_p = VecEnv(LogEpisode(ClipAction(env)), 8).reset(jax.random.key(0), params)
     times = inner_time(state)
     assert times.shape == (8,) and len(set(times.tolist())) > 1
     assert np.all(times < params.max_steps_in_episode)
-    np.testing.assert_array_equal(np.asarray(state.env_state.crashed), False)
+    np.testing.assert_array_equal(np.asarray(obs), np.asarray(obs_p))
+    assert_equal_but_time(vec, state_p, state)
 
 
-def test_stagger__trainer_config_reaches_the_env_stack():
-    """``trainer.stagger_starts``: the PPO trainer's first env states carry drawn counters;
-    off (the default) they start at 0."""
+@pytest.mark.parametrize(
+    "env_id",
+    ["Aerial-Track-v0", "Grid-Empty-5x5-v0", "MemoryChain-bsuite", "Drive-GPUDriveJSON-v0"],
+)
+def test_stagger__refused_for_envs_that_read_their_step_counter(env_id):
+    """Track's reference, the grid worlds' time-discounted reward, driving's log replay and
+    bsuite's chains read ``state.time``: a staggered counter would change the task."""
+    env, _ = hordax.make(env_id)
+    with pytest.raises(
+        ValueError, match=r"stagger=True \(trainer.stagger_starts\): \w+ reads its step counter"
+    ):
+        VecEnv(LogEpisode(ClipAction(env)), 4, stagger=True)
+    VecEnv(LogEpisode(ClipAction(env)), 4)  # without stagger: fine
+
+
+@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+def test_stagger__trainer_config_reaches_the_env_stack(algo):
+    """``trainer.stagger_starts``: the trainer's first env states carry drawn counters; off
+    (the default) they start at 0. PPO (IPPO/MAPPO are the same trainer) and PQN; every
+    trainer builds its stack in ``UpdateLoop``."""
     from hordax.agents.ppo import PPOConfig
-    from hordax.training.config import TrainerConfig
+    from hordax.agents.pqn import PQNConfig
+    from hordax.training.config import TrainerConfig, resolve
     from hordax.training.trainers.ppo import PPOTrainer
+    from hordax.training.trainers.pqn import PQNTrainer
 
-    env, params = hordax.make("Pendulum-v1")
+    env_id, trainer_cls, agent = {
+        "ppo": ("Pendulum-v1", PPOTrainer, PPOConfig(num_minibatches=1, num_epochs=1)),
+        "pqn": ("CartPole-v1", PQNTrainer, PQNConfig(num_minibatches=1, num_epochs=1)),
+    }[algo]
+    env, params = hordax.make(env_id)
     for stagger in (False, True):
         tcfg = TrainerConfig(num_envs=N, rollout_length=8, total_env_steps=N * 8,
                              num_chunks=1, stagger_starts=stagger)  # fmt: skip
-        trainer = PPOTrainer(tcfg, PPOConfig(num_minibatches=1, num_epochs=1), env, params)
+        trainer = trainer_cls(tcfg, agent, env, params, resolve(tcfg))
         times = inner_time(jax.jit(trainer.init)(jax.random.key(0)).env_state)
         assert (times.max() > 0) == stagger, (stagger, times)

@@ -83,6 +83,8 @@ class Track(Environment[TrackState, TrackParams]):
       episode's steps so far: at its last step, the whole episode's), ``crashed``.
     """
 
+    reads_time = True  # the reference trajectory is a function of state.time
+
     def __init__(self, controller: str = "attitude", airframe: str = "aerial_gym"):
         super().__init__()
         self.controller = common.check_controller(controller)

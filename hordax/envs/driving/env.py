@@ -231,6 +231,8 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
     rewards, observations, spaces, rendering. Subclasses place objects (``reset_env``)
     and move the background ones (``_move_others``)."""
 
+    reads_time = True  # log replay and the time-left observation read state.time
+
     def __init__(
         self,
         num_agents: int,

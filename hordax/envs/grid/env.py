@@ -67,6 +67,8 @@ class GridEnv(Environment[GridState, GridParams]):
     MiniGrid Memory treats pick up as toggle) and ``default_max_steps``.
     """
 
+    reads_time = True  # the success reward decays with state.time
+
     layout_name = "grid"
     default_max_steps = 100
     action_map: tuple[int, ...] | None = None

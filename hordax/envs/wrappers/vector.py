@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from hordax.envs.core import (
     has_critic_observation,
     is_multi_agent,
+    reads_time,
     split_step_key,
     step_no_reset,
     supports_step_no_reset,
@@ -100,8 +101,9 @@ class VecEnv(Wrapper):
             truncates on the same step, forever, and each rollout of ``T << max_steps``
             steps holds one phase of the episode only. The env's state is otherwise the
             fresh reset's; only for envs whose dynamics do not read ``time`` (it counts
-            towards truncation only) is that a state of the task. The first, shortened
-            episodes are logged as such (``LogEpisode`` counts from 0).
+            towards truncation only) is that a state of the task: an env that reads it
+            (:func:`~hordax.envs.core.reads_time`) is refused with a ``ValueError``. The
+            first, shortened episodes are logged as such (``LogEpisode`` counts from 0).
 
     Multi-agent envs: ``info["next_agent_mask"]`` (``bool[B, n_agents]``) is
     ``env.agent_mask`` of the state each slot returns (after an auto-reset, the new
@@ -135,6 +137,12 @@ class VecEnv(Wrapper):
     ):
         super().__init__(env)
         self.stagger = bool(stagger)
+        if self.stagger and reads_time(env):
+            raise ValueError(
+                f"stagger=True (trainer.stagger_starts): {type(self.unwrapped).__name__} reads "
+                "its step counter state.time beyond the time limit (reads_time), so a "
+                "staggered counter would change its task; use stagger=False"
+            )
         if int(num_envs) < 1:
             raise ValueError(f"num_envs={num_envs}: must be an integer >= 1")
         self.num_envs = int(num_envs)

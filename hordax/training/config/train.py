@@ -62,7 +62,8 @@ class TrainerConfig:
     ``[0, max_steps_in_episode)`` so that the slots' episodes end at different steps
     (``VecEnv(stagger=True)``): on a fixed-length task every update then sees every phase of
     the episode, not the one its rollout window covers. For envs whose dynamics do not read
-    the step counter (docs/training.md)."""
+    the step counter; one that reads it is refused (docs/env_protocol.md, "Staggered
+    starts")."""
 
 
 @dataclass
