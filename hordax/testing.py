@@ -58,7 +58,12 @@ from gymnax.environments import environment as gx_env
 from gymnax.environments import spaces
 
 from hordax.envs.core import Environment as HordaxEnvironment
-from hordax.envs.core import has_critic_observation, is_multi_agent, supports_step_no_reset
+from hordax.envs.core import (
+    has_critic_observation,
+    innermost,
+    is_multi_agent,
+    supports_step_no_reset,
+)
 from hordax.envs.spaces import MultiDiscrete
 from hordax.envs.wrappers.clip import clip_action
 from hordax.envs.wrappers.vector import VecEnv
@@ -118,9 +123,7 @@ _fresh_tag = itertools.count()
 
 def unwrapped(env: Any) -> Any:
     """The innermost environment under any stack of wrappers (``_env`` chain)."""
-    while hasattr(env, "_env"):
-        env = env._env
-    return env
+    return innermost(env)
 
 
 def is_hordax_env(env: Any) -> bool:

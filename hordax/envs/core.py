@@ -196,6 +196,14 @@ def row_space(space: Any, i: int) -> Any:
     return gx_spaces.Box(low, high, tuple(space.shape[1:]), space.dtype)
 
 
+def innermost(env: Any) -> Any:
+    """The env at the bottom of a stack of wrappers (the ``_env`` chain); ``env`` itself
+    when it wraps nothing."""
+    while hasattr(env, "_env"):
+        env = env._env
+    return env
+
+
 def has_critic_observation(env: Any) -> bool:
     """True when ``env`` (or the env a wrapper stack ends in) offers a critic observation.
 
@@ -204,9 +212,7 @@ def has_critic_observation(env: Any) -> bool:
     ``f32[n_agents, C]`` for a multi-agent env, e.g. the global state MAPPO's centralized
     critic reads) and ``critic_observation_space(params)`` describing it. Actors never see it.
     """
-    inner = env
-    while hasattr(inner, "_env"):
-        inner = inner._env
+    inner = innermost(env)
     return callable(getattr(inner, "critic_observation", None)) and callable(
         getattr(inner, "critic_observation_space", None)
     )
@@ -231,9 +237,7 @@ def reads_time(env: Any) -> bool:
     """True when ``env`` (or the env a wrapper stack ends in) reads its step counter
     ``state.time`` for more than the time limit (:attr:`Environment.reads_time`, or one of
     gymnax's such envs)."""
-    inner = env
-    while hasattr(inner, "_env"):
-        inner = inner._env
+    inner = innermost(env)
     if isinstance(inner, Environment):
         return bool(inner.reads_time)
     return type(inner).__name__ in _GYMNAX_READS_TIME
@@ -241,10 +245,7 @@ def reads_time(env: Any) -> bool:
 
 def is_multi_agent(env: Any) -> bool:
     """True when ``env`` (possibly wrapped) is a :class:`MultiAgentEnvironment`."""
-    inner = env
-    while hasattr(inner, "_env"):
-        inner = inner._env
-    return isinstance(inner, MultiAgentEnvironment)
+    return isinstance(innermost(env), MultiAgentEnvironment)
 
 
 # --------------------------------------------------------------------------------------------

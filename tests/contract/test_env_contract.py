@@ -54,7 +54,7 @@ KNOWN_VIOLATIONS = {
 SKIPPED_CHECKS: dict[tuple[str, str], str] = {}
 #: (check, env id) -> seconds: checks that need more than the suite's 600 s timeout. The
 #: Shadow Hand sphere's eager (op-by-op) MJX reset and step with the contact solver: 123 s on
-#: an AVX-512 2-core host (benchmarks/RESULTS.md section 29); an AVX2 host at load ~5 took
+#: an AVX-512 2-core host (benchmarks/RESULTS.md section 30); an AVX2 host at load ~5 took
 #: 284 s for the eager reset alone and past 600 s with 4 steps (the check now takes 1).
 LONG_CHECKS = {("jit_matches_eager", "Manip-HandSphereRotate-v0"): 1800}
 _CUBE_LANDING = (
@@ -64,7 +64,7 @@ _CUBE_LANDING = (
     "same step part after the landing by O(1) (measured at step 2: 0.047 rad/s on 5.2 in one "
     "run, 3.0 rad/s on 12 in the next; 0.023 on 0.36 pooled vs in-step reset), so no float "
     "tolerance tests vmap correctness here; eager vs jit part the same way (measured: the "
-    "cube's x velocity 0.2251 vs 0.2237 m/s at step 1, RESULTS 29). A reset at rest in the "
+    "cube's x velocity 0.2251 vs 0.2237 m/s at step 1, RESULTS 30). A reset at rest in the "
     "palm would make these checks run (open, issue #17); the sphere and Push run them within "
     "CONTACT_TOL"
 )

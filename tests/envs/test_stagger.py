@@ -19,6 +19,7 @@ import pytest
 
 import hordax
 from hordax.envs.wrappers import ClipAction, LogEpisode, VecEnv
+from hordax.envs.wrappers.base import map_env_state
 from hordax.training.core.env_stack import make_env_stack
 
 pytestmark = pytest.mark.timeout(300)
@@ -48,13 +49,9 @@ def rollout(vec, params, key):
 def assert_equal_but_time(vec, plain_state, staggered_state) -> None:
     """Every leaf of the two batch states equal (wrappers' fields included) once the
     staggered one's innermost counters are set back to the plain one's."""
-    zeroed = jax.vmap(
-        lambda s, t: (
-            vec._env.map_env_state(s, lambda e: e.replace(time=t))
-            if hasattr(vec._env, "map_env_state")
-            else s.replace(time=t)
-        )
-    )(staggered_state, inner_time(plain_state))
+    zeroed = jax.vmap(lambda s, t: map_env_state(vec._env, s, lambda e: e.replace(time=t)))(
+        staggered_state, inner_time(plain_state)
+    )
     assert jax.tree.all(jax.tree.map(jnp.array_equal, plain_state, zeroed))
     assert jax.tree.structure(plain_state) == jax.tree.structure(staggered_state)
 

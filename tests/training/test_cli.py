@@ -225,8 +225,8 @@ def test_cli__tuned_multihover_ippo_learns_the_crossing(tmp_path):
     host): all four within 0.1 m in 0.977 of 128 episodes, 1.2 % of the drones crashed, 64 s
     with compile (an untrained policy: 0; section 28's config: 0.586). The thresholds leave
     room for another machine's float rounding, which moves a training run, and for the
-    through-the-centre mode about one run in ten settles in (training-time 0.72-0.79 at 1M
-    steps, 12-15 % crashed). Full budget, 15 runs x 512 episodes: benchmarks/RESULTS.md
+    through-the-centre mode that 4 of 21 full runs leaned to (training-time 0.72-0.79 at 1M
+    steps, 12-15 % crashed). Full budget, 21 runs x 512 episodes: benchmarks/RESULTS.md
     section 29."""
     args = ["env=Aerial-MultiHover-v0", "agent=ippo", "progress=false", "eval.episodes=128"]
     args += ["trainer.total_env_steps=1000000", "trainer.num_chunks=2"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from gymnax.wrappers.purerl import GymnaxWrapper
 
-from hordax.envs.core import step_no_reset
+from hordax.envs.core import innermost, step_no_reset
 
 
 class Wrapper(GymnaxWrapper):
@@ -29,8 +29,7 @@ class Wrapper(GymnaxWrapper):
     def map_env_state(self, state: Any, fn: Any) -> Any:
         """``state`` with the *innermost* env's state ``s`` replaced by ``fn(s)`` (through
         every wrapper below this one; the wrappers' own fields unchanged)."""
-        inner = self.inner_state(state)
-        inner = self._env.map_env_state(inner, fn) if isinstance(self._env, Wrapper) else fn(inner)
+        inner = map_env_state(self._env, self.inner_state(state), fn)
         return state.replace(env_state=inner) if self.wraps_state else inner
 
     def critic_observation(self, state: Any, params: Any = None) -> Any:
@@ -50,10 +49,13 @@ class Wrapper(GymnaxWrapper):
 
     @property
     def unwrapped(self) -> Any:
-        inner = self._env
-        while hasattr(inner, "_env"):
-            inner = inner._env
-        return inner
+        return innermost(self._env)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._env!r})"
+
+
+def map_env_state(env: Any, state: Any, fn: Any) -> Any:
+    """``env``'s ``state`` with its innermost env state ``s`` replaced by ``fn(s)``: through
+    :meth:`Wrapper.map_env_state` for a wrapper, ``fn(state)`` for a bare env."""
+    return env.map_env_state(state, fn) if isinstance(env, Wrapper) else fn(state)

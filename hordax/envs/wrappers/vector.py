@@ -31,7 +31,7 @@ from hordax.envs.core import (
     step_no_reset,
     supports_step_no_reset,
 )
-from hordax.envs.wrappers.base import Wrapper
+from hordax.envs.wrappers.base import Wrapper, map_env_state
 
 #: ``reset_pool=AUTO_POOL`` picks :func:`default_reset_pool`; ``0`` turns pools off.
 AUTO_POOL = -1
@@ -198,10 +198,7 @@ class VecEnv(Wrapper):
         times = jnp.minimum(jnp.floor(u * limit), limit - 1).astype(jnp.int32)
 
         def set_time(s: Any, t: jax.Array) -> Any:
-            with_time = lambda e: e.replace(time=t.astype(e.time.dtype))  # noqa: E731
-            if isinstance(self._env, Wrapper):
-                return self._env.map_env_state(s, with_time)
-            return with_time(s)
+            return map_env_state(self._env, s, lambda e: e.replace(time=t.astype(e.time.dtype)))
 
         return jax.vmap(set_time)(state, times)
 

@@ -57,7 +57,7 @@ class UpdateLoop:
             stack_cfg,
             trainer_cfg.num_envs,
             trainer_cfg.reset_pool,
-            stagger=bool(getattr(trainer_cfg, "stagger_starts", False)),
+            stagger=trainer_cfg.stagger_starts,
         )
 
         self.obs_shape = tuple(env.observation_space(env_params).shape)
