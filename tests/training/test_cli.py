@@ -220,12 +220,13 @@ def test_cli__default_pendulum_reaches_minus_250(tmp_path):
 @pytest.mark.timeout(900)
 def test_cli__tuned_multihover_ippo_learns_the_crossing(tmp_path):
     """Issue #14's MultiHover by IPPO, small: the tuned config (yaw-frame observation, fine
-    goal error, miss vectors, separation warning at 1 s, staggered starts, lr 5e-4) at 1M
-    env steps instead of 4M, one seed, then greedy fresh episodes. Measured here (AVX-512
-    host): all four within 0.1 m in 0.977 of 128 episodes, 1.2 % of the drones crashed, 64 s
-    with compile (an untrained policy: 0; section 28's config: 0.586). The thresholds leave
-    room for another machine's float rounding, which moves a training run, and for the
-    through-the-centre mode that 4 of 21 full runs leaned to (training-time 0.72-0.79 at 1M
+    goal error, miss vectors, separation warning at 1 s within 1.25 m, staggered starts, lr
+    5e-4) at 1M env steps instead of 4M, one seed, then greedy fresh episodes. Measured here
+    (AVX-512 host): all four within 0.1 m in 0.977 of 128 episodes, 0.4 % of the drones
+    crashed, 39 s with compile (an untrained policy: 0; section 28's config: 0.586; the
+    separation radius at 1 m: 0.977, 1.2 % crashed). The thresholds leave room for another
+    machine's float rounding, which moves a training run, and for the through-the-centre
+    mode that 4 of 21 full runs of the 1 m radius leaned to (training-time 0.72-0.79 at 1M
     steps, 12-15 % crashed). Full budget, 21 runs x 512 episodes: benchmarks/RESULTS.md
     section 29."""
     args = ["env=Aerial-MultiHover-v0", "agent=ippo", "progress=false", "eval.episodes=128"]
