@@ -356,9 +356,14 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         """Object slots ``M``: controlled agents first, then background traffic."""
         return self._m
 
+    #: route points per observation (:class:`Drive` only: log scenes have no lane route)
+    route_points: int = 0
+
     @property
     def observation_size(self) -> int:
-        return obs_lib.observation_size(self.max_partners, self.max_road_points, self.lidar_rays)
+        return obs_lib.observation_size(
+            self.max_partners, self.max_road_points, self.lidar_rays, self.route_points
+        )
 
     def observation_space(self, params: DriveParams) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (self._n, self.observation_size), jnp.float32)
@@ -369,8 +374,11 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         return spaces.Box(-1.0, 1.0, (self._n, ACTION_DIMS[self.dynamics]), jnp.float32)
 
     def split_observation(self, obs: jax.Array) -> dict[str, jax.Array]:
-        """``obs [..., D]`` -> ``{"ego", "partners", "roads", "lidar"}`` (observation.py)."""
-        return obs_lib.split(obs, self.max_partners, self.max_road_points, self.lidar_rays)
+        """``obs [..., D]`` -> ``{"ego", "partners", "roads", "lidar", "route"}``
+        (observation.py)."""
+        return obs_lib.split(
+            obs, self.max_partners, self.max_road_points, self.lidar_rays, self.route_points
+        )
 
     def action_grid(self, params: DriveParams) -> jax.Array:
         """``f32[steer_bins * accel_bins, 2]`` (accel, steer) of each discrete action, in the
@@ -535,7 +543,12 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
             max_partners=self.max_partners,
             max_road_points=self.max_road_points,
             lidar_rays=self.lidar_rays,
+            route=self._route_observation(state, params),
         )
+
+    def _route_observation(self, state: DriveState, params: DriveParams) -> jax.Array | None:
+        """The observation's route rows ``[n, K_w, 3]``, or None (no route part)."""
+        return None
 
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
         raise NotImplementedError
@@ -608,6 +621,9 @@ class Drive(_Driving):
         num_background: IDM-driven vehicles beside them (spawned where slots allow).
         route_hops: lanes in a route (goals and background routes follow successors).
         num_variants, seed: procedural layouts per kind and the host seed that draws them.
+        route_points: points of each agent's lane route ahead of it in its observation
+            (0, the default: none, GPUDrive's layout), ``route_spacing`` metres apart
+            (observation.py, ``route``).
         test_scenes: held-out scenes (maps and/or procedural kinds; a procedural kind here
             draws its layouts from a second seed stream, so they differ from ``scenes``').
         split: which scenes the batch holds: ``"train"`` (``scenes``), ``"test"``
@@ -627,6 +643,8 @@ class Drive(_Driving):
         seed: int = 0,
         test_scenes: str | Sequence[str] = (),
         split: str = "all",
+        route_points: int = 0,
+        route_spacing: float = 5.0,
         **options: Any,
     ):
         from hordax.envs.driving.scene import stack_maps
@@ -645,6 +663,18 @@ class Drive(_Driving):
             "must be an integer >= 2",
         )
         need(split in SPLITS, "split", repr(split), f"must be one of {SPLITS}")
+        need(
+            isinstance(route_points, int) and route_points >= 0,
+            "route_points",
+            route_points,
+            "must be an integer >= 0",
+        )
+        need(
+            isinstance(route_spacing, (int, float)) and 0 < route_spacing < float("inf"),
+            "route_spacing",
+            route_spacing,
+            "must be a finite number of metres > 0",
+        )
         test_scenes = (test_scenes,) if isinstance(test_scenes, str) else tuple(test_scenes)
         need(
             split != "test" or bool(test_scenes),
@@ -656,6 +686,7 @@ class Drive(_Driving):
         self.scene_names = (scenes,) if isinstance(scenes, str) else tuple(scenes)
         self.test_scene_names, self.split = test_scenes, split
         self.route_hops = route_hops
+        self.route_points, self.route_spacing = route_points, float(route_spacing)
         arrays = []
         if split != "test":
             arrays += map_arrays(self.scene_names, num_variants, seed)
@@ -735,6 +766,19 @@ class Drive(_Driving):
         state = self._start(index, pos, yaw, vel, size, kind, exists, goal, exists[:n])
         state = state.replace(route=route, s=s0, desired=desired)
         return self._observe(state, scene.road, params), state
+
+    def _route_observation(self, state: DriveState, params: DriveParams) -> jax.Array | None:
+        if not self.route_points:
+            return None
+        lanes = scene_at(params.scenes, state.scene).lanes
+        return obs_lib.route_ahead(
+            state,
+            lanes,
+            params,
+            num_agents=self._n,
+            points=self.route_points,
+            spacing=self.route_spacing,
+        )
 
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
         """IDM along each background vehicle's route; the leader is the nearest object

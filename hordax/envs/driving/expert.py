@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from hordax.envs.driving import dynamics as dyn
 from hordax.envs.driving.env import Drive, DriveParams, DriveState, leader_gaps
 from hordax.envs.driving.geometry import to_frame
+from hordax.envs.driving.observation import nearest_route_arc, route_polyline
 from hordax.envs.driving.scene import scene_at
 
 
@@ -30,19 +31,11 @@ def route_follower(
     0.3 s of travel with speed)."""
     n = env.num_agents
     lanes = scene_at(params.scenes, state.scene).lanes
-    route = state.route[:n]  # [n, H]
-    lane = jnp.maximum(route, 0)
-    n_pts = lanes.pts.shape[1]
-    ok = (route >= 0)[..., None] & (jnp.arange(n_pts) < lanes.npts[lane][..., None])
-    pts = lanes.pts[lane].reshape(n, -1, 2)  # the route as one polyline per agent
-    ok = ok.reshape(n, -1)
-    step = jnp.linalg.norm(jnp.diff(pts, axis=1), axis=-1) * (ok[:, 1:] & ok[:, :-1])
-    cum = jnp.concatenate([jnp.zeros((n, 1)), jnp.cumsum(step, axis=1)], axis=1)
+    pts, ok, cum = route_polyline(lanes, state.route[:n])  # the route as one polyline
     pos, yaw = state.pos[:n], state.yaw[:n]
     speed = jnp.linalg.norm(state.vel[:n], axis=-1)
     lookahead = lookahead + 0.3 * speed[:, None]
-    dist = jnp.where(ok, jnp.linalg.norm(pts - pos[:, None], axis=-1), jnp.inf)
-    here = jnp.take_along_axis(cum, jnp.argmin(dist, axis=1)[:, None], 1)
+    here = nearest_route_arc(pts, ok, cum, pos)[:, None]
     ahead = jnp.where(ok & (cum >= here + lookahead), cum, jnp.inf)
     last = jnp.max(jnp.where(ok, jnp.arange(ok.shape[1]), 0), axis=1)
     j = jnp.where(jnp.isfinite(ahead.min(1)), jnp.argmin(ahead, axis=1), last)

@@ -14,7 +14,12 @@ Layout of one agent's flat ``f32[D]`` observation (:func:`observation_size`,
   ``obs_radius``: valid, midpoint x, y (/ obs_radius), length / size_scale, cos and sin of
   the segment's direction, one-hot road edge / road line / lane / crosswalk / other;
 - ``lidar`` ``[rays, 2]`` (optional): distance / lidar_range along evenly spaced rays
-  around the agent to the nearest road edge and the nearest other object's box.
+  around the agent to the nearest road edge and the nearest other object's box;
+- ``route`` ``[K_w, 3]`` (optional, generated-traffic scenes): ``K_w`` points of the agent's
+  lane route ahead of it, every ``route_spacing`` metres of arc length from the route point
+  nearest to it: valid, x, y (ego frame, / obs_radius); invalid past the route's end. The
+  goal lies on this route, so these are the waypoints a route planner would hand a driver
+  (not part of GPUDrive's observation: off by default).
 
 Padding rows (fewer objects or segments than slots) are all zeros, valid flag included.
 The nearest ``K`` are picked with ``lax.top_k`` on negated distances (no sort).
@@ -32,29 +37,83 @@ EGO_FEATURES = 8
 PARTNER_FEATURES = 12
 ROAD_FEATURES = 6 + NUM_ROAD_TYPES
 LIDAR_CHANNELS = 2
+ROUTE_FEATURES = 3
 
 
-def observation_size(max_partners: int, max_road_points: int, lidar_rays: int) -> int:
+def observation_size(
+    max_partners: int, max_road_points: int, lidar_rays: int, route_points: int = 0
+) -> int:
     return (
         EGO_FEATURES
         + max_partners * PARTNER_FEATURES
         + max_road_points * ROAD_FEATURES
         + lidar_rays * LIDAR_CHANNELS
+        + route_points * ROUTE_FEATURES
     )
 
 
-def split(obs: jax.Array, max_partners: int, max_road_points: int, lidar_rays: int) -> dict:
+def split(
+    obs: jax.Array, max_partners: int, max_road_points: int, lidar_rays: int, route_points: int = 0
+) -> dict:
     """Cut ``obs [..., D]`` into ``ego [..., 8]``, ``partners [..., K_p, 12]``,
-    ``roads [..., K_r, 11]``, ``lidar [..., rays, 2]``."""
-    sizes = [EGO_FEATURES, max_partners * PARTNER_FEATURES, max_road_points * ROAD_FEATURES]
-    ego, partners, roads, lidar = jnp.split(obs, list(jnp.cumsum(jnp.array(sizes))), axis=-1)
+    ``roads [..., K_r, 11]``, ``lidar [..., rays, 2]``, ``route [..., K_w, 3]``."""
+    sizes = [
+        EGO_FEATURES,
+        max_partners * PARTNER_FEATURES,
+        max_road_points * ROAD_FEATURES,
+        lidar_rays * LIDAR_CHANNELS,
+    ]
+    ego, partners, roads, lidar, route = jnp.split(obs, list(jnp.cumsum(jnp.array(sizes))), axis=-1)
     lead = obs.shape[:-1]
     return {
         "ego": ego,
         "partners": partners.reshape(*lead, max_partners, PARTNER_FEATURES),
         "roads": roads.reshape(*lead, max_road_points, ROAD_FEATURES),
         "lidar": lidar.reshape(*lead, lidar_rays, LIDAR_CHANNELS),
+        "route": route.reshape(*lead, route_points, ROUTE_FEATURES),
     }
+
+
+def route_polyline(lanes, route: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Each agent's lane route ``route i32[n, H]`` (lane indices, -1 ends it) as one
+    polyline: ``(points f32[n, H * P, 2], ok bool[n, H * P], arc length f32[n, H * P])``;
+    ``ok`` marks real points (padding and lanes past the route's end are False), the arc
+    length runs along the ok points (a lane's first point repeats its predecessor's last, a
+    zero-length step)."""
+    n = route.shape[0]
+    lane = jnp.maximum(route, 0)
+    n_pts = lanes.pts.shape[1]
+    ok = (route >= 0)[..., None] & (jnp.arange(n_pts) < lanes.npts[lane][..., None])
+    pts = lanes.pts[lane].reshape(n, -1, 2)
+    ok = ok.reshape(n, -1)
+    step = jnp.linalg.norm(jnp.diff(pts, axis=1), axis=-1) * (ok[:, 1:] & ok[:, :-1])
+    cum = jnp.concatenate([jnp.zeros((n, 1)), jnp.cumsum(step, axis=1)], axis=1)
+    return pts, ok, cum
+
+
+def nearest_route_arc(pts: jax.Array, ok: jax.Array, cum: jax.Array, pos: jax.Array):
+    """Arc length ``f32[n]`` of the route point nearest to each agent's ``pos f32[n, 2]``."""
+    dist = jnp.where(ok, jnp.linalg.norm(pts - pos[:, None], axis=-1), jnp.inf)
+    return jnp.take_along_axis(cum, jnp.argmin(dist, axis=1)[:, None], 1)[:, 0]
+
+
+def route_ahead(state, lanes, params, *, num_agents: int, points: int, spacing: float):
+    """``f32[n, points, 3]``: (valid, x, y) of the route points ``spacing, 2 spacing, ..``
+    metres of arc length ahead of the route point nearest to each controlled agent, in its
+    ego frame / ``obs_radius``; the first polyline point at or past each arc length (lane
+    points are ~1 m apart on the shipped maps); rows past the route's end are zeros."""
+    n = num_agents
+    pos, yaw = state.pos[:n], state.yaw[:n]
+    pts, ok, cum = route_polyline(lanes, state.route[:n])
+    here = nearest_route_arc(pts, ok, cum, pos)
+    target = here[:, None] + spacing * jnp.arange(1, points + 1, dtype=jnp.float32)  # [n, K]
+    reach = jnp.where(ok[:, None, :], cum[:, None, :], -jnp.inf)  # [n, 1, L]
+    valid = target <= jnp.max(reach, axis=-1)  # within the route
+    ahead = ok[:, None, :] & (cum[:, None, :] >= target[..., None])  # [n, K, L]
+    idx = jnp.argmax(ahead, axis=-1)  # the first point at or past the target
+    xy = rotate(_take(pts, idx) - pos[:, None], jnp.cos(yaw)[:, None], -jnp.sin(yaw)[:, None])
+    feats = jnp.concatenate([jnp.ones((n, points, 1)), xy / params.obs_radius], axis=-1)
+    return feats * valid[..., None]
 
 
 def _nearest(dist: jax.Array, valid: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
@@ -82,8 +141,10 @@ def observe(
     max_partners: int,
     max_road_points: int,
     lidar_rays: int,
+    route: jax.Array | None = None,
 ) -> jax.Array:
-    """``f32[num_agents, D]`` observations of the controlled agents (slots ``0..n-1``)."""
+    """``f32[num_agents, D]`` observations of the controlled agents (slots ``0..n-1``);
+    ``route`` (:func:`route_ahead`, ``[n, K_w, 3]``) is appended when given."""
     n, m = num_agents, state.pos.shape[0]
     pos, yaw = state.pos[:n], state.yaw[:n]
     c, s = jnp.cos(yaw), jnp.sin(yaw)
@@ -157,6 +218,8 @@ def observe(
     parts = [ego, partners.reshape(n, -1), roads.reshape(n, -1)]
     if lidar_rays:
         parts.append(lidar(state, road, params, num_agents=n, rays=lidar_rays).reshape(n, -1))
+    if route is not None:
+        parts.append(route.reshape(n, -1))
     return jnp.clip(jnp.concatenate(parts, axis=-1), -1.0, 1.0).astype(jnp.float32)
 
 

@@ -283,3 +283,44 @@ def test_env__train_test_splits_of_the_scene_batch():
         Drive(split="valid")
     with pytest.raises(ValueError, match=r"test_scenes: 'Atlantis' is not a shipped map"):
         Drive(test_scenes="Atlantis")
+
+
+def test_env__route_points_are_the_lane_route_ahead_in_the_ego_frame():
+    """``route_points=K``: each agent's observation ends with K points of its lane route
+    ``route_spacing`` metres of arc apart, ahead of the route point nearest to it, in its ego
+    frame; equal to a NumPy reference walked lane by lane; rows past the route's end are
+    zeros; the default (0) leaves GPUDrive's layout as it was."""
+    kw = dict(scenes="USA_Roundabout-1", num_agents=3, num_background=2, **TINY)
+    plain = Drive(**kw)
+    env = Drive(route_points=12, route_spacing=4.0, **kw)
+    assert env.observation_size == plain.observation_size + 12 * 3
+    assert env.split_observation(jnp.zeros(plain.observation_size + 36))["route"].shape == (12, 3)
+    assert plain.split_observation(jnp.zeros(plain.observation_size))["route"].shape == (0, 3)
+    params = env.default_params
+    for seed in range(3):
+        key = jax.random.key(seed)
+        obs, state = jax.jit(env.reset)(key, params)
+        obs_plain, _ = jax.jit(plain.reset)(key, params)
+        np.testing.assert_array_equal(np.asarray(obs[:, : plain.observation_size]), obs_plain)
+        got = np.asarray(env.split_observation(obs)["route"])
+        lanes = scene_at(params.scenes, state.scene).lanes
+        pts_all, npts = np.asarray(lanes.pts), np.asarray(lanes.npts)
+        for i in range(3):
+            lanes_i = [int(x) for x in np.asarray(state.route[i]) if x >= 0]
+            poly = np.concatenate([pts_all[j][: npts[j]] for j in lanes_i])
+            cum = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(poly, axis=0).T))])
+            pos, yaw = np.asarray(state.pos[i]), float(state.yaw[i])
+            here = cum[np.argmin(np.hypot(*(poly - pos).T))]
+            want = np.zeros((12, 3))
+            for k in range(12):
+                target = here + 4.0 * (k + 1)
+                if target <= cum[-1]:
+                    d = poly[np.argmax(cum >= target)] - pos
+                    c, s = np.cos(yaw), np.sin(yaw)
+                    want[k] = (1.0, (c * d[0] + s * d[1]) / 50.0, (-s * d[0] + c * d[1]) / 50.0)
+            np.testing.assert_allclose(got[i], want, atol=2e-4)
+            assert got[i, 0, 0] == 1.0 and got[i, 0, 1] > 0.0  # the route starts ahead
+    with pytest.raises(ValueError, match=r"route_points=-1: must be an integer >= 0"):
+        Drive(route_points=-1, **kw)
+    with pytest.raises(ValueError, match=r"route_spacing=0: must be a finite number"):
+        Drive(route_spacing=0, **kw)
