@@ -531,22 +531,24 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
             "agent_terminated": done,
             "agent_mask": new.active,  # the protocol's: the returned state's agent_mask
         }
-        obs = self._observe(new, road, params)
+        obs = self._observe(new, scene, params)
         return obs, new, reward, ~jnp.any(new.active), info
 
-    def _observe(self, state: DriveState, road, params: DriveParams) -> jax.Array:
+    def _observe(self, state: DriveState, scene, params: DriveParams) -> jax.Array:
+        """Observations of ``state`` in ``scene`` (the state's scene, already gathered by
+        the caller: ``scene_at(params.scenes, state.scene)``)."""
         return obs_lib.observe(
             state,
-            road,
+            scene.road,
             params,
             num_agents=self._n,
             max_partners=self.max_partners,
             max_road_points=self.max_road_points,
             lidar_rays=self.lidar_rays,
-            route=self._route_observation(state, params),
+            route=self._route_observation(state, scene, params),
         )
 
-    def _route_observation(self, state: DriveState, params: DriveParams) -> jax.Array | None:
+    def _route_observation(self, state: DriveState, scene, params: DriveParams):
         """The observation's route rows ``[n, K_w, 3]``, or None (no route part)."""
         return None
 
@@ -765,15 +767,14 @@ class Drive(_Driving):
         kind = exists.astype(jnp.int32)
         state = self._start(index, pos, yaw, vel, size, kind, exists, goal, exists[:n])
         state = state.replace(route=route, s=s0, desired=desired)
-        return self._observe(state, scene.road, params), state
+        return self._observe(state, scene, params), state
 
-    def _route_observation(self, state: DriveState, params: DriveParams) -> jax.Array | None:
+    def _route_observation(self, state: DriveState, scene, params: DriveParams):
         if not self.route_points:
             return None
-        lanes = scene_at(params.scenes, state.scene).lanes
         return obs_lib.route_ahead(
             state,
-            lanes,
+            scene.lanes,
             params,
             num_agents=self._n,
             points=self.route_points,
@@ -896,7 +897,7 @@ class DriveLog(_Driving):
             sc.goal[:n],
             spawned,
         )
-        return self._observe(state, sc.road, params), state
+        return self._observe(state, sc, params), state
 
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
         """Log replay of slots ``n..M-1`` at the next step (the log's last step after it)."""

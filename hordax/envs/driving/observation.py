@@ -107,8 +107,8 @@ def route_ahead(state, lanes, params, *, num_agents: int, points: int, spacing: 
     pts, ok, cum = route_polyline(lanes, state.route[:n])
     here = nearest_route_arc(pts, ok, cum, pos)
     target = here[:, None] + spacing * jnp.arange(1, points + 1, dtype=jnp.float32)  # [n, K]
-    reach = jnp.where(ok[:, None, :], cum[:, None, :], -jnp.inf)  # [n, 1, L]
-    valid = target <= jnp.max(reach, axis=-1)  # within the route
+    length = jnp.max(jnp.where(ok, cum, -jnp.inf), axis=-1)  # [n] the route's arc length
+    valid = target <= length[:, None]
     ahead = ok[:, None, :] & (cum[:, None, :] >= target[..., None])  # [n, K, L]
     idx = jnp.argmax(ahead, axis=-1)  # the first point at or past the target
     xy = rotate(_take(pts, idx) - pos[:, None], jnp.cos(yaw)[:, None], -jnp.sin(yaw)[:, None])

@@ -205,7 +205,8 @@ def test_env__observations_are_egocentric_and_pick_the_nearest():
     )
     params = env.default_params
     obs, state = env.reset(jax.random.key(3), params)
-    road = scene_at(params.scenes, state.scene).road
+    scene = scene_at(params.scenes, state.scene)
+    road = scene.road
     angle, shift = 0.7, jnp.array([30.0, -12.0])
     c, s = jnp.cos(angle), jnp.sin(angle)
 
@@ -223,8 +224,8 @@ def test_env__observations_are_egocentric_and_pick_the_nearest():
         goal=move(state.goal),
     )
     observe = jax.jit(env._observe)
-    parts = env.split_observation(observe(state, road, params))
-    moved = env.split_observation(observe(state2, road2, params))
+    parts = env.split_observation(observe(state, scene, params))
+    moved = env.split_observation(observe(state2, scene.replace(road=road2), params))
     np.testing.assert_allclose(np.asarray(moved["ego"]), np.asarray(parts["ego"]), atol=2e-5)
     for part in ("partners", "roads"):  # rows as sets: equidistant rows may swap places
         for i in range(4):
