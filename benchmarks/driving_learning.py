@@ -42,7 +42,9 @@ def play(env, params, policy: str, keys: jax.Array) -> dict[str, np.ndarray]:
 
     def act(key, state):
         if policy == "scripted":
-            return route_follower(env, state, params)
+            # the expert yields at crossings when the env's traffic does (docs/driving.md)
+            yields = getattr(env, "yield_to_crossing", False)
+            return route_follower(env, state, params, yield_to_crossing=yields)
         return space.sample(key)
 
     def episode(key):

@@ -49,11 +49,11 @@ from hordax.envs.driving.geometry import (
     box_corners,
     boxes_overlap,
     points_in_quads,
-    rotate,
     segment_hits_box,
 )
 from hordax.envs.driving.roadgraph import ROAD_TYPES
 from hordax.envs.driving.scene import lane_pose, num_scenes, scene_at
+from hordax.envs.driving.traffic import following_gaps
 from hordax.envs.spaces import MultiDiscrete
 from hordax.envs.wrappers.clip import clip_action
 from hordax.validation import need
@@ -63,6 +63,7 @@ ACTION_DIMS = {"classic": 2, "bicycle": 2, "delta_local": 3, "state": 4}
 COLLISION_BEHAVIORS = ("ignore", "stop", "remove")
 REWARD_TYPES = ("weighted", "sparse")
 SPLITS = ("all", "train", "test")
+PROGRESS = ("euclidean", "route")
 
 
 @struct.dataclass
@@ -246,6 +247,7 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         lidar_rays: int = 0,
         collision_behavior: str = "remove",
         reward_type: str = "weighted",
+        undirected_lines: bool = False,
     ):
         super().__init__()
         need(
@@ -297,6 +299,13 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
             lidar_rays,
         )
         self.collision_behavior, self.reward_type = collision_behavior, reward_type
+        need(
+            isinstance(undirected_lines, bool),
+            "undirected_lines",
+            repr(undirected_lines),
+            "must be True or False",
+        )
+        self.undirected_lines = undirected_lines
 
     def agent_mask(self, state: DriveState, params: DriveParams) -> jax.Array:
         """``bool[n]``: the controlled agents still acting (spawned, not done)."""
@@ -488,7 +497,7 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         crashed = hit | off
         done = arrived | (crashed if behavior != "ignore" else False)
         leaves = arrived | (crashed if behavior == "remove" else False)
-        progress = jnp.where(acting, state.goal_dist - dist, 0.0)
+        progress = jnp.where(acting, self._progress(state, pos_a, scene, dist), 0.0)
         terms = {
             "goal": arrived.astype(jnp.float32),
             "collision": hit.astype(jnp.float32),
@@ -546,11 +555,18 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
             max_road_points=self.max_road_points,
             lidar_rays=self.lidar_rays,
             route=self._route_observation(state, scene, params),
+            undirected_lines=self.undirected_lines,
         )
 
     def _route_observation(self, state: DriveState, scene, params: DriveParams):
         """The observation's route rows ``[n, K_w, 3]``, or None (no route part)."""
         return None
+
+    def _progress(self, state: DriveState, pos: jax.Array, scene, dist: jax.Array):
+        """Metres ``f32[n]`` each agent gained towards its goal on this step, moving from
+        ``state`` to ``pos f32[n, 2]`` (``dist``: its new straight-line distance to the
+        goal): the drop of that distance."""
+        return state.goal_dist - dist
 
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
         raise NotImplementedError
@@ -581,23 +597,6 @@ def random_routes(uniform: jax.Array, lanes, start: jax.Array) -> jax.Array:
     return jnp.concatenate([start[:, None], rest.T], axis=1)
 
 
-def leader_gaps(state: DriveState, start: int, stop: int) -> tuple[jax.Array, jax.Array]:
-    """For objects ``start..stop-1``: the bumper gap ``f32[b]`` to the nearest object ahead
-    in their lane corridor (in the follower's frame: ahead, lateral overlap + 0.3 m; ``inf``
-    when none) and that leader's speed along the follower's heading ``f32[b]``."""
-    m = state.pos.shape[0]
-    sel = slice(start, stop)
-    c, sn = jnp.cos(state.yaw[sel]), jnp.sin(state.yaw[sel])
-    rel = rotate(state.pos[None] - state.pos[sel, None], c[:, None], -sn[:, None])  # [b, m, 2]
-    half_w = 0.5 * (state.size[sel, 1:2] + state.size[None, :, 1]) + 0.3
-    not_self = ~jnp.eye(stop - start, m, k=start, dtype=bool)
-    ahead = (rel[..., 0] > 0) & (jnp.abs(rel[..., 1]) < half_w) & state.exists[None] & not_self
-    gap = rel[..., 0] - 0.5 * (state.size[sel, 0:1] + state.size[None, :, 0])
-    gap = jnp.where(ahead, gap, jnp.inf)
-    lead = jnp.argmin(gap, axis=-1)
-    return jnp.min(gap, axis=-1), state.vel[lead, 0] * c + state.vel[lead, 1] * sn
-
-
 def _route_point(lanes, route: jax.Array, s0: jax.Array, d: jax.Array):
     """Pose ``d`` metres ahead of arc length ``s0`` on ``route[:, 0]`` along the route
     (clamped to the route's end). Returns ``(pos, yaw)``."""
@@ -626,6 +625,15 @@ class Drive(_Driving):
         route_points: points of each agent's lane route ahead of it in its observation
             (0, the default: none, GPUDrive's layout), ``route_spacing`` metres apart
             (observation.py, ``route``).
+        yield_to_crossing: background traffic also yields at crossing conflicts (traffic.py:
+            whoever reaches a point of its route first goes first, under constant-velocity
+            predictions), not only to the object ahead in its lane; False (the default)
+            keeps plain IDM car following, which does not yield to crossing traffic.
+        progress: what the reward's ``progress`` term measures: ``"euclidean"`` (the
+            default) the drop of the straight-line distance to the goal, ``"route"`` the
+            arc length gained along the agent's lane route up to its goal (the agent's
+            position projected on the route), which does not pay for cutting across a
+            roundabout's island or a corner towards a goal that the road reaches around.
         test_scenes: held-out scenes (maps and/or procedural kinds; a procedural kind here
             draws its layouts from a second seed stream, so they differ from ``scenes``').
         split: which scenes the batch holds: ``"train"`` (``scenes``), ``"test"``
@@ -647,6 +655,8 @@ class Drive(_Driving):
         split: str = "all",
         route_points: int = 0,
         route_spacing: float = 5.0,
+        yield_to_crossing: bool = False,
+        progress: str = "euclidean",
         **options: Any,
     ):
         from hordax.envs.driving.scene import stack_maps
@@ -677,6 +687,18 @@ class Drive(_Driving):
             route_spacing,
             "must be a finite number of metres > 0",
         )
+        need(
+            isinstance(yield_to_crossing, bool),
+            "yield_to_crossing",
+            repr(yield_to_crossing),
+            "must be True or False",
+        )
+        need(
+            progress in PROGRESS,
+            "progress",
+            repr(progress),
+            f"must be one of {PROGRESS}",
+        )
         test_scenes = (test_scenes,) if isinstance(test_scenes, str) else tuple(test_scenes)
         need(
             split != "test" or bool(test_scenes),
@@ -689,6 +711,7 @@ class Drive(_Driving):
         self.test_scene_names, self.split = test_scenes, split
         self.route_hops = route_hops
         self.route_points, self.route_spacing = route_points, float(route_spacing)
+        self.yield_to_crossing, self.progress = yield_to_crossing, progress
         arrays = []
         if split != "test":
             arrays += map_arrays(self.scene_names, num_variants, seed)
@@ -781,14 +804,30 @@ class Drive(_Driving):
             spacing=self.route_spacing,
         )
 
+    def _progress(self, state: DriveState, pos: jax.Array, scene, dist: jax.Array):
+        if self.progress == "euclidean":
+            return super()._progress(state, pos, scene, dist)
+        pts, ok, cum = obs_lib.route_polyline(scene.lanes, state.route[: self._n])
+        goal = obs_lib.route_arc(pts, ok, cum, state.goal)
+        before = jnp.minimum(obs_lib.route_arc(pts, ok, cum, state.pos[: self._n]), goal)
+        return jnp.minimum(obs_lib.route_arc(pts, ok, cum, pos), goal) - before
+
     def _move_others(self, state: DriveState, scene, params: DriveParams) -> DriveState:
         """IDM along each background vehicle's route; the leader is the nearest object
-        ahead in its lane corridor (its own frame: ahead, lateral overlap + 0.3 m)."""
+        ahead in its lane corridor (its own frame: ahead, lateral overlap + 0.3 m) or, with
+        ``yield_to_crossing``, the first crossing conflict it must yield at, if nearer."""
         n, m, dt = self._n, self._m, params.dt
         if m == n:
             return state
         lanes, bg = scene.lanes, slice(n, m)
-        gap, lead_speed = leader_gaps(state, n, m)
+        route = None
+        if self.yield_to_crossing:
+            pts, ok, cum = obs_lib.route_polyline(lanes, state.route[bg])
+            # arc length along the whole route: the start of lane route[hop] + s on it
+            first = state.hop[bg] * lanes.pts.shape[1]  # that lane's first polyline point
+            here = jnp.take_along_axis(cum, first[:, None], axis=1)[:, 0] + state.s[bg]
+            route = (pts, ok, cum, here)
+        gap, lead_speed = following_gaps(state, n, m, route)
         speed = jnp.linalg.norm(state.vel[bg], axis=-1)
         accel = dyn.idm_accel(speed, state.desired[bg], gap, speed - lead_speed, params)
         accel = jnp.clip(accel, -9.0, params.idm_max_accel)

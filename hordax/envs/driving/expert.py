@@ -12,10 +12,11 @@ import jax
 import jax.numpy as jnp
 
 from hordax.envs.driving import dynamics as dyn
-from hordax.envs.driving.env import Drive, DriveParams, DriveState, leader_gaps
+from hordax.envs.driving.env import Drive, DriveParams, DriveState
 from hordax.envs.driving.geometry import to_frame
 from hordax.envs.driving.observation import nearest_route_arc, route_polyline
 from hordax.envs.driving.scene import scene_at
+from hordax.envs.driving.traffic import following_gaps
 
 
 def route_follower(
@@ -24,11 +25,14 @@ def route_follower(
     params: DriveParams,
     target_speed: float = 8.0,
     lookahead: float = 3.0,
+    yield_to_crossing: bool = False,
 ) -> jax.Array:
     """Actions of every controlled agent (in the env's action space): steer towards the route
     point ``lookahead`` metres ahead of the nearest route point, accelerate by IDM towards
     ``target_speed`` behind whatever is ahead in the lane corridor (the look-ahead grows by
-    0.3 s of travel with speed)."""
+    0.3 s of travel with speed); with ``yield_to_crossing``, also behind the first crossing
+    conflict along its route that another object reaches first (traffic.py, as the
+    background traffic of ``Drive(yield_to_crossing=True)``)."""
     n = env.num_agents
     lanes = scene_at(params.scenes, state.scene).lanes
     pts, ok, cum = route_polyline(lanes, state.route[:n])  # the route as one polyline
@@ -43,7 +47,9 @@ def route_follower(
     alpha = jnp.arctan2(target[:, 1], target[:, 0])
     curvature = 2 * jnp.sin(alpha) / jnp.maximum(jnp.linalg.norm(target, axis=-1), 1.0)
 
-    gap, lead_speed = leader_gaps(state, 0, n)
+    gap, lead_speed = following_gaps(
+        state, 0, n, (pts, ok, cum, here[:, 0]) if yield_to_crossing else None
+    )
     idm = params.replace(idm_max_accel=3.0, idm_comfort_decel=3.0)  # livelier than traffic
     accel = dyn.idm_accel(speed, jnp.full(n, target_speed), gap, speed - lead_speed, idm)
     if env.dynamics == "classic":

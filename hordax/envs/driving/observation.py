@@ -97,6 +97,23 @@ def nearest_route_arc(pts: jax.Array, ok: jax.Array, cum: jax.Array, pos: jax.Ar
     return jnp.take_along_axis(cum, jnp.argmin(dist, axis=1)[:, None], 1)[:, 0]
 
 
+def route_arc(pts: jax.Array, ok: jax.Array, cum: jax.Array, pos: jax.Array) -> jax.Array:
+    """Arc length ``f32[n]`` of each point ``pos f32[n, 2]`` projected on its route polyline
+    (the nearest point of the nearest segment between two ok points; unlike
+    :func:`nearest_route_arc`, not quantized to the polyline's points)."""
+    a, b = pts[:, :-1], pts[:, 1:]
+    seg_ok = ok[:, :-1] & ok[:, 1:]
+    d = b - a
+    length2 = jnp.sum(d * d, axis=-1)
+    t = jnp.sum((pos[:, None] - a) * d, axis=-1) / jnp.maximum(length2, 1e-12)
+    t = jnp.clip(t, 0.0, 1.0)
+    foot = a + t[..., None] * d
+    dist = jnp.where(seg_ok, jnp.linalg.norm(foot - pos[:, None], axis=-1), jnp.inf)
+    k = jnp.argmin(dist, axis=1)[:, None]
+    seg = jnp.take_along_axis(cum[:, 1:] - cum[:, :-1], k, 1)[:, 0]
+    return jnp.take_along_axis(cum[:, :-1], k, 1)[:, 0] + jnp.take_along_axis(t, k, 1)[:, 0] * seg
+
+
 def route_ahead(state, lanes, params, *, num_agents: int, points: int, spacing: float):
     """``f32[n, points, 3]``: (valid, x, y) of the route points ``spacing, 2 spacing, ..``
     metres of arc length ahead of the route point nearest to each controlled agent, in its
@@ -142,9 +159,12 @@ def observe(
     max_road_points: int,
     lidar_rays: int,
     route: jax.Array | None = None,
+    undirected_lines: bool = False,
 ) -> jax.Array:
     """``f32[num_agents, D]`` observations of the controlled agents (slots ``0..n-1``);
-    ``route`` (:func:`route_ahead`, ``[n, K_w, 3]``) is appended when given."""
+    ``route`` (:func:`route_ahead`, ``[n, K_w, 3]``) is appended when given;
+    ``undirected_lines`` turns road edges and road lines that point behind the agent round
+    (their direction modulo pi; lane centre lines keep the direction of travel)."""
     n, m = num_agents, state.pos.shape[0]
     pos, yaw = state.pos[:n], state.yaw[:n]
     c, s = jnp.cos(yaw), jnp.sin(yaw)
@@ -199,6 +219,12 @@ def observe(
     seg = road.seg[idx]  # [n, K, 4]
     d = seg[..., 2:] - seg[..., :2]
     seg_yaw = jnp.arctan2(d[..., 1], d[..., 0]) - yaw[:, None]
+    if undirected_lines:
+        # a road edge or line has no direction of travel: it has the direction of whichever
+        # lanelet bound drew it, which differs between maps; seen modulo pi, pointing ahead
+        kind = road.kind[idx]
+        line = (kind == ROAD_TYPES["road_edge"]) | (kind == ROAD_TYPES["road_line"])
+        seg_yaw = jnp.where(line & (jnp.cos(seg_yaw) < 0), seg_yaw + jnp.pi, seg_yaw)
     rel_r = rotate(mid[idx] - pos[:, None], c[:, None], -s[:, None])
     roads = (
         jnp.concatenate(

@@ -325,3 +325,37 @@ def test_env__route_points_are_the_lane_route_ahead_in_the_ego_frame():
         Drive(route_points=-1, **kw)
     with pytest.raises(ValueError, match=r"route_spacing=0: must be a finite number"):
         Drive(route_spacing=0, **kw)
+
+
+def test_env__undirected_lines_turn_edges_and_lines_ahead_and_leave_the_rest():
+    """``undirected_lines=True``: each road edge or road line row whose drawn direction
+    points behind the agent is turned round (cos, sin negated: its direction modulo pi);
+    lane rows and every other feature equal the default observation's. A roundabout has
+    edges drawn both ways round its ring, so some rows do turn."""
+    kw = dict(
+        scenes="procedural-roundabout",
+        num_agents=4,
+        num_background=4,
+        num_variants=1,
+        max_partners=4,
+        max_road_points=24,
+    )
+    plain, turned = Drive(**kw), Drive(undirected_lines=True, **kw)
+    params = plain.default_params
+    flipped = 0
+    for seed in range(3):
+        obs, _ = jax.jit(plain.reset)(jax.random.key(seed), params)
+        obs_u, _ = jax.jit(turned.reset)(jax.random.key(seed), params)
+        a, b = plain.split_observation(obs), turned.split_observation(obs_u)
+        for part in a:
+            if part != "roads":
+                np.testing.assert_array_equal(np.asarray(a[part]), np.asarray(b[part]))
+        ra, rb = np.asarray(a["roads"]), np.asarray(b["roads"])  # [n, K, 11]
+        line = (ra[..., 0] > 0) & ((ra[..., 6] > 0) | (ra[..., 7] > 0))  # edge, line one-hot
+        back = line & (ra[..., 4] < 0)
+        want = ra.copy()
+        want[back, 4:6] *= -1
+        np.testing.assert_allclose(rb, want, atol=1e-6)
+        assert np.all(rb[line, 4] >= 0)
+        flipped += int(back.sum())
+    assert flipped > 0
