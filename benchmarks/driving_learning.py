@@ -35,15 +35,19 @@ from hordax.training.evaluation.run import eval_env
 METRICS = ("goal_rate", "collision_rate", "offroad_rate")
 
 
-def play(env, params, policy: str, keys: jax.Array) -> dict[str, np.ndarray]:
-    """Every episode's ``info["metrics"]`` at its first end (``f32[N]`` each), one per key."""
+def play(
+    env, params, policy: str, keys: jax.Array, yields: bool | None = None
+) -> dict[str, np.ndarray]:
+    """Every episode's ``info["metrics"]`` at its first end (``f32[N]`` each), one per key.
+    ``yields``: whether the scripted driver yields at crossing conflicts (None: as the env's
+    traffic does, ``Drive(yield_to_crossing=...)``)."""
     steps = int(params.max_steps_in_episode)
     space = env.action_space(params)
+    if yields is None:
+        yields = getattr(env, "yield_to_crossing", False)
 
     def act(key, state):
         if policy == "scripted":
-            # the expert yields at crossings when the env's traffic does (docs/driving.md)
-            yields = getattr(env, "yield_to_crossing", False)
             return route_follower(env, state, params, yield_to_crossing=yields)
         return space.sample(key)
 
