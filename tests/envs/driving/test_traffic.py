@@ -109,6 +109,7 @@ def test_yield_to_crossing__cuts_the_scripted_drivers_crashes():
     agents (measured); with both yielding at conflicts, 0.2 %, and as many goals reached
     (94.2 -> 96.1 %)."""
     results = {}
+    info_keys = ("goal_rate", "collision_rate", "offroad_rate", "infeasible_rate")
     for yields in (False, True):
         env = Drive(
             scenes="DEU_Kackertstrasse-1",
@@ -130,7 +131,7 @@ def test_yield_to_crossing__cuts_the_scripted_drivers_crashes():
                 out = jax.tree.map(lambda o, m: jnp.where(done, o, m), out, info["metrics"])
                 return (state, done | term | trunc, out), None
 
-            zeros = {k: jnp.float32(0) for k in ("goal_rate", "collision_rate")}
+            zeros = {k: jnp.float32(0) for k in info_keys}
             carry = (state, jnp.bool_(False), zeros)
             return jax.lax.scan(body, carry, jax.random.split(key, 91))[0][2]
 
