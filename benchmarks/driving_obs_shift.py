@@ -79,8 +79,6 @@ def main() -> None:
             f"| {names[i]} | {mean[i]:.3f} | {std[i]:.3f} | {test[:, i].mean():.3f} | "
             f"{shift[i]:.2f} |"
         )
-    k_p, k_r = env.max_partners, env.max_road_points
-    start = 8 + 12 * k_p  # the ego part, then 12 features per partner (observation.py)
     print("| road type | training rows pointing backwards | held-out |")
     print("|---|---:|---:|")
     for name, code in ROAD_TYPES.items():
@@ -88,7 +86,7 @@ def main() -> None:
             continue
         cells = []
         for o in (train, test):
-            rows = o[:, start : start + 11 * k_r].reshape(-1, k_r, 11)
+            rows = np.asarray(env.split_observation(jnp.asarray(o))["roads"])  # [N, K_r, 11]
             sel = (rows[..., 0] > 0.5) & (rows[..., 5 + code] > 0.5)  # valid, type one-hot
             cos = rows[..., 4][sel]
             cells.append(f"{100 * (cos < 0).mean():.1f} % of {sel.sum()}" if sel.any() else "-")

@@ -114,6 +114,25 @@ def route_arc(pts: jax.Array, ok: jax.Array, cum: jax.Array, pos: jax.Array) -> 
     return jnp.take_along_axis(cum[:, :-1], k, 1)[:, 0] + jnp.take_along_axis(t, k, 1)[:, 0] * seg
 
 
+def route_samples(pts: jax.Array, ok: jax.Array, cum: jax.Array, target: jax.Array):
+    """Points at arc lengths ``target f32[b, K]`` along route polylines (``pts f32[b, L, 2]``,
+    ``ok bool[b, L]``, ``cum f32[b, L]``: :func:`route_polyline`), linearly interpolated
+    between polyline points. Returns ``(xy f32[b, K, 2], tangent f32[b, K, 2] (unit),
+    valid bool[b, K])``; ``valid`` is False past the route's end."""
+    length = jnp.max(jnp.where(ok, cum, -jnp.inf), axis=-1)  # [b]
+    valid = target <= length[:, None]
+    past = ok[:, None, :] & (cum[:, None, :] >= target[..., None])  # [b, K, L]
+    hi = jnp.maximum(jnp.argmax(past, axis=-1), 1)  # first point at or past the target
+    lo = hi - 1
+    a, b = _take(pts, lo), _take(pts, hi)
+    ca, cb = _take(cum, lo), _take(cum, hi)
+    seg = cb - ca
+    t = jnp.clip((target - ca) / jnp.maximum(seg, 1e-6), 0.0, 1.0)
+    d = b - a
+    tangent = d / jnp.maximum(jnp.linalg.norm(d, axis=-1, keepdims=True), 1e-6)
+    return a + t[..., None] * d, tangent, valid
+
+
 def route_ahead(state, lanes, params, *, num_agents: int, points: int, spacing: float):
     """``f32[n, points, 3]``: (valid, x, y) of the route points ``spacing, 2 spacing, ..``
     metres of arc length ahead of the route point nearest to each controlled agent, in its

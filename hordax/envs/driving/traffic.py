@@ -20,47 +20,32 @@ import jax
 import jax.numpy as jnp
 
 from hordax.envs.driving.geometry import rotate
+from hordax.envs.driving.observation import route_samples
+
+
+def _follower_frame(state, start: int, stop: int):
+    """For followers ``start..stop-1``: their heading's ``(cos, sin)`` ``f32[b]``, every
+    object's position in each follower's frame ``f32[b, m, 2]``, and ``bool[b, m]`` that
+    the object is not the follower itself."""
+    m = state.pos.shape[0]
+    sel = slice(start, stop)
+    c, sn = jnp.cos(state.yaw[sel]), jnp.sin(state.yaw[sel])
+    rel = rotate(state.pos[None] - state.pos[sel, None], c[:, None], -sn[:, None])
+    return c, sn, rel, ~jnp.eye(stop - start, m, k=start, dtype=bool)
 
 
 def leader_gaps(state, start: int, stop: int) -> tuple[jax.Array, jax.Array]:
     """For objects ``start..stop-1``: the bumper gap ``f32[b]`` to the nearest object ahead
     in their lane corridor (in the follower's frame: ahead, lateral overlap + 0.3 m; ``inf``
     when none) and that leader's speed along the follower's heading ``f32[b]``."""
-    m = state.pos.shape[0]
     sel = slice(start, stop)
-    c, sn = jnp.cos(state.yaw[sel]), jnp.sin(state.yaw[sel])
-    rel = rotate(state.pos[None] - state.pos[sel, None], c[:, None], -sn[:, None])  # [b, m, 2]
+    c, sn, rel, not_self = _follower_frame(state, start, stop)
     half_w = 0.5 * (state.size[sel, 1:2] + state.size[None, :, 1]) + 0.3
-    not_self = ~jnp.eye(stop - start, m, k=start, dtype=bool)
     ahead = (rel[..., 0] > 0) & (jnp.abs(rel[..., 1]) < half_w) & state.exists[None] & not_self
     gap = rel[..., 0] - 0.5 * (state.size[sel, 0:1] + state.size[None, :, 0])
     gap = jnp.where(ahead, gap, jnp.inf)
     lead = jnp.argmin(gap, axis=-1)
     return jnp.min(gap, axis=-1), state.vel[lead, 0] * c + state.vel[lead, 1] * sn
-
-
-def route_samples(pts: jax.Array, ok: jax.Array, cum: jax.Array, target: jax.Array):
-    """Points at arc lengths ``target f32[b, K]`` along route polylines (``pts f32[b, L, 2]``,
-    ``ok bool[b, L]``, ``cum f32[b, L]``: :func:`~hordax.envs.driving.observation.
-    route_polyline`), linearly interpolated between polyline points. Returns
-    ``(xy f32[b, K, 2], tangent f32[b, K, 2] (unit), valid bool[b, K])``; ``valid`` is
-    False past the route's end."""
-    length = jnp.max(jnp.where(ok, cum, -jnp.inf), axis=-1)  # [b]
-    valid = target <= length[:, None]
-    past = ok[:, None, :] & (cum[:, None, :] >= target[..., None])  # [b, K, L]
-    hi = jnp.maximum(jnp.argmax(past, axis=-1), 1)  # first point at or past the target
-    lo = hi - 1
-
-    def take(x, idx):  # x [b, L, ...], idx [b, K]
-        return jnp.take_along_axis(x, idx.reshape(*idx.shape, *([1] * (x.ndim - 2))), axis=1)
-
-    a, b = take(pts, lo), take(pts, hi)
-    ca, cb = take(cum, lo), take(cum, hi)
-    seg = cb - ca
-    t = jnp.clip((target - ca) / jnp.maximum(seg, 1e-6), 0.0, 1.0)
-    d = b - a
-    tangent = d / jnp.maximum(jnp.linalg.norm(d, axis=-1, keepdims=True), 1e-6)
-    return a + t[..., None] * d, tangent, valid
 
 
 def conflict_gaps(
@@ -94,11 +79,9 @@ def conflict_gaps(
     xy, tangent, valid = route_samples(pts, ok, cum, here[:, None] + ahead)  # [b, K, 2]
 
     # who may be yielded to: existing others, not behind the follower heading its way
-    c, sn = jnp.cos(state.yaw[sel]), jnp.sin(state.yaw[sel])
-    rel = rotate(state.pos[None] - state.pos[sel, None], c[:, None], -sn[:, None])  # [b, m, 2]
+    _, _, rel, not_self = _follower_frame(state, start, stop)
     same_way = jnp.cos(state.yaw[None] - state.yaw[sel, None]) > 0.5
     behind = (rel[..., 0] < 0) & same_way
-    not_self = ~jnp.eye(stop - start, m, k=start, dtype=bool)
     other = state.exists[None] & not_self & ~behind  # [b, m]
 
     # each other's path p + v t, t in [0, horizon_s], against each route sample q

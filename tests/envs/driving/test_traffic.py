@@ -12,7 +12,8 @@ import pytest
 
 from hordax.envs.driving.env import Drive
 from hordax.envs.driving.expert import route_follower
-from hordax.envs.driving.traffic import conflict_gaps, following_gaps, route_samples
+from hordax.envs.driving.observation import route_samples
+from hordax.envs.driving.traffic import conflict_gaps, following_gaps
 
 pytestmark = pytest.mark.timeout(300)
 
