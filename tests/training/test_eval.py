@@ -204,6 +204,34 @@ def test_cli__trained_cartpole_evaluates_above_threshold_reproducibly(cartpole_r
     short = json.loads(proc.stdout.strip().splitlines()[-1])
     assert short["env_params"] == {"max_steps_in_episode": 50}
     assert short["return"]["mean"] == 50.0 and short["episode_length"]["mean"] == 50.0, short
+    # other settings do not overwrite the 32-episode evaluation: they get eval.1.json
+    assert short["out"] == str(run / "eval.1.json")
+    assert json.loads((run / "eval.json").read_text())["return"] == a["return"]
+    assert json.loads((run / "eval.1.json").read_text())["return"] == short["return"]
+
+
+def test_default_out__other_settings_never_overwrite_an_evaluation(tmp_path):
+    """``hordax eval`` without ``out=``: the same settings rewrite their file, other ones
+    (fewer episodes for a video, env_params, another seed) take the next free name."""
+    from hordax.training.evaluation.run import default_out
+
+    row = {"episodes_per_member": 256, "seed": 0, "deterministic": True, "split": "test"}
+    row |= {"env_params": None, "max_steps": 91}
+    first = default_out(str(tmp_path), "test", row)
+    assert first == str(tmp_path / "eval_test.json")
+    (tmp_path / "eval_test.json").write_text(json.dumps(row))
+    assert default_out(str(tmp_path), "test", dict(row)) == first  # a rerun: same file
+    for n, (key, value) in enumerate(
+        [("episodes_per_member", 4), ("env_params", {"goal_radius": 3.0}), ("seed", 7)], 1
+    ):
+        other = row | {key: value}
+        path = default_out(str(tmp_path), "test", other)
+        assert path == str(tmp_path / f"eval_test.{n}.json"), (key, path)
+        (tmp_path / f"eval_test.{n}.json").write_text(json.dumps(other))
+        assert default_out(str(tmp_path), "test", other) == path  # its rerun: its own file
+    assert default_out(str(tmp_path), "", row) == str(tmp_path / "eval.json")  # no split
+    (tmp_path / "eval.json").write_text("{not json")
+    assert default_out(str(tmp_path), "", row) == str(tmp_path / "eval.1.json")
 
 
 BAD_EVAL = [

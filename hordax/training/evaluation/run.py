@@ -15,6 +15,7 @@ held-out part) is built with ``split=<value>``; other envs refuse ``split``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import time
@@ -73,7 +74,8 @@ class EvalConfig:
     """Step cap per episode (0: the env's ``max_steps_in_episode``, else 100,000); an episode
     still running there is an error."""
     out: str = ""
-    """Where to write the JSON ('' = RUN_DIR/eval.json, RUN_DIR/eval_<split>.json with a split)."""
+    """Where to write the JSON ('' = RUN_DIR/eval.json, RUN_DIR/eval_<split>.json with a split;
+    if that file holds an evaluation with other settings, eval[_<split>].1.json, .2, ..)."""
     env_params: dict[str, Any] = field(default_factory=dict)
     """Env params over the run's own (``env_params.collision_distance=0.3``): evaluate a
     policy on another setting of its env than it trained on (checked as at ``make``)."""
@@ -308,17 +310,44 @@ def run_eval(cfg: EvalConfig) -> dict:
         "wall_s": round(time.perf_counter() - t0, 3),
         "compile_s": round(ev.compile_s, 3),
     }
+    row["max_steps"] = ev.max_steps
     if cfg.video:
         row["video"] = cfg.video
         row["video_frames"] = ev.video(saved, cfg.video, cfg.video_episodes, cfg.fps)
-    out = cfg.out or os.path.join(
-        cfg.run_dir, f"eval_{cfg.split}.json" if cfg.split else "eval.json"
-    )
+    out = cfg.out or default_out(cfg.run_dir, cfg.split, row)
     from hordax import strict_json
 
     write_atomic(out, strict_json.dumps(row, indent=1))
     row["out"] = out
     return row
+
+
+#: What makes two evaluations of a run the same one (same numbers for the same params): the
+#: fields of an ``eval*.json`` row that ``hordax eval``'s options set.
+SETTINGS = ("episodes_per_member", "seed", "deterministic", "split", "env_params", "max_steps")
+
+
+def default_out(run_dir: str, split: str, row: dict) -> str:
+    """Where ``hordax eval`` writes ``row`` without ``out=``: ``RUN_DIR/eval.json``
+    (``eval_<split>.json`` with a split), unless that file holds an evaluation with other
+    settings (:data:`SETTINGS`: e.g. 256 episodes, and this is a 4-episode video run): then
+    the first free ``eval[_<split>].<n>.json`` (n = 1, 2, ..), so no evaluation is lost.
+    The same settings again overwrite their own file (same params, same numbers)."""
+    base = os.path.join(run_dir, f"eval_{split}" if split else "eval")
+    path, n = f"{base}.json", 0
+    while os.path.exists(path) and not _same_settings(path, row):
+        n += 1
+        path = f"{base}.{n}.json"
+    return path
+
+
+def _same_settings(path: str, row: dict) -> bool:
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return False  # unreadable: not ours to overwrite
+    return isinstance(old, dict) and all(old.get(k) == row.get(k) for k in SETTINGS)
 
 
 def flat_fields(res: dict, prefix: str = "eval/") -> dict[str, float]:
