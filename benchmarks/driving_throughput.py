@@ -194,6 +194,7 @@ def main() -> None:
             "compile_s": round(compile_s, 2),
             "load_avg_1m": load,
             "device": jax.devices()[0].platform,
+            "device_kind": jax.devices()[0].device_kind,
             "jax": jax.__version__,
         }
         for variant, k in peers:

@@ -136,8 +136,8 @@ def measure(env_id: str, num_envs: int, steps: int, repeats: int, nthread: int) 
         "mujoco_c_nthread": nthread,
         "ratio_hordax_over_c": round(row["sps"] / c_sps, 3),
         "load1": round(os.getloadavg()[0], 2),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, jax {jax.__version__}, "
-        f"mujoco {mujoco.__version__}",
+        "machine": f"{jax.devices()[0].device_kind}, {platform.machine()}, {os.cpu_count()} "
+        f"cores, jax {jax.__version__}, mujoco {mujoco.__version__}",
     }
 
 
@@ -210,8 +210,8 @@ def main() -> None:
         row = measure(args.env, n, args.steps, args.repeats, args.nthread)
         print(row, flush=True)
         rows.append(row)
-    plot(write_csv(args.csv, args.env, rows), args.png)
-    print(f"wrote {args.csv} and {args.png}")
+        plot(write_csv(args.csv, args.env, rows), args.png)  # after each size: a run cut
+        print(f"wrote {args.csv} and {args.png}")  # short by a time limit keeps its rows
 
 
 if __name__ == "__main__":

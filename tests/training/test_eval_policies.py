@@ -7,15 +7,19 @@ from __future__ import annotations
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnax.environments.spaces import Box
 from PIL import Image
 
 from hordax.agents.ppo import PPOConfig
 from hordax.agents.pql import PQLConfig
+from hordax.envs.debug.point_mass import PointMass
 from hordax.envs.registry import make
 from hordax.training.config import TrainConfig
 from hordax.training.evaluation.run import Evaluator, eval_env
+from hordax.training.trainers.ppo import agent_obs_shape
 from hordax.training.trainers.registry import algorithm
 
 
@@ -71,6 +75,41 @@ def test_evaluator__population_members_and_pooled():
     pooled = np.mean([m["return"]["mean"] for m in res["members"]])
     assert res["return"]["mean"] == pytest.approx(pooled)
     assert res["members"][0]["return"] != res["members"][1]["return"]
+
+
+class _PrivilegedPointMass(PointMass):
+    """Debug-PointMass-v0 with a privileged critic observation (``f32[4]``: position and
+    goal), as the manipulation tasks have one."""
+
+    def critic_observation(self, state, params):
+        return jnp.concatenate([state.pos, state.goal]).astype(jnp.float32)
+
+    def critic_observation_space(self, params):
+        return Box(-1.0, 1.0, (4,), jnp.float32)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("deterministic", [True, False], ids=["greedy", "sampled"])
+def test_evaluator__asymmetric_critic_run_evaluates_as_its_actor(deterministic):
+    """A PPO agent trained with ``agent.critic_obs=true`` (the hand tasks' tuned configs)
+    evaluates (its critic takes the 4 critic entries, not the 6 observation entries), and
+    its episodes are those of a plain PPO agent holding the same actor: the actor acts."""
+    env = _PrivilegedPointMass()
+    params = env.default_params
+    asym = _cfg("Debug-PointMass-v0", PPOConfig(critic_obs=True))
+    agent = algorithm("ppo").make_agent(
+        asym.agent, agent_obs_shape(asym.agent, env, params), env.action_space(params), 1
+    )
+    saved = {"params": agent.init(jax.random.key(1)).params, "normalizer": {}}
+    fan_in = {x.shape[0] for x in jax.tree.leaves(saved["params"]["critic"]) if x.ndim == 2}
+    assert 4 in fan_in and 6 not in fan_in
+    res = Evaluator(asym, env, params, episodes=4, seed=2, deterministic=deterministic)(saved)
+    plain_cfg = _cfg("Debug-PointMass-v0", PPOConfig())
+    plain = _saved(plain_cfg, env, params)
+    plain["params"] = {**plain["params"], "actor": saved["params"]["actor"]}
+    ref = Evaluator(plain_cfg, env, params, episodes=4, seed=2, deterministic=deterministic)
+    assert res["return"] == ref(plain)["return"]
+    assert res["episode_length"] == ref(plain)["episode_length"]
 
 
 @pytest.mark.timeout(300)

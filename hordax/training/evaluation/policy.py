@@ -29,7 +29,7 @@ from hordax.envs.wrappers.normalize import RunningStats, normalize, slot_stats
 from hordax.training.ensemble.members import Members
 from hordax.training.evaluation.episodes import Policy
 from hordax.training.trainers import agent_config
-from hordax.training.trainers.ppo import make_team_agent
+from hordax.training.trainers.ppo import agent_obs_shape, make_team_agent
 from hordax.training.trainers.registry import algorithm
 
 
@@ -171,7 +171,7 @@ def _make_agent(cfg: Any, algo: str, acfg: Any, env: Any, env_params: Any) -> An
         critic_obs = bool(getattr(acfg, "critic_obs", False))
         return make_team_agent(acfg, env, env_params, critic_obs, cfg.trainer, 1)
     space = env.action_space(env_params)
-    return algorithm(algo).make_agent(acfg, env.observation_space(env_params).shape, space, 1)
+    return algorithm(algo).make_agent(acfg, agent_obs_shape(acfg, env, env_params), space, 1)
 
 
 def load_saved(path: str) -> dict:

@@ -90,10 +90,7 @@ class PPOTrainer(UpdateLoop):
                 agent_cfg, env, env_params, self.critic_obs, trainer_cfg, resolved.num_updates
             )
             return
-        obs_shape = self.obs_shape
-        if self.critic_obs:
-            critic_shape = tuple(env.critic_observation_space(env_params).shape)
-            obs_shape = {"actor": obs_shape, "critic": critic_shape}
+        obs_shape = agent_obs_shape(agent_cfg, env, env_params)
         self.agent = make_agent(agent_cfg, obs_shape, self.action_space, resolved.num_updates)
 
     def init(self, key: jax.Array) -> TrainState:
@@ -179,6 +176,17 @@ class PPOTrainer(UpdateLoop):
 
 
 _SEQ = ("obs", "action", "log_prob", "value", "advantage", "target")
+
+
+def agent_obs_shape(agent_cfg: Any, env: Any, env_params: Any) -> tuple | dict:
+    """The observation shape a single-agent network is built for: the env's observation
+    space's, or with ``agent.critic_obs`` the pair ``{"actor": that, "critic": the env's
+    critic_observation_space shape}`` (the critic reads the privileged observation). The
+    trainer and ``hordax eval`` build the same network from it."""
+    shape = tuple(env.observation_space(env_params).shape)
+    if getattr(agent_cfg, "critic_obs", False):
+        return {"actor": shape, "critic": tuple(env.critic_observation_space(env_params).shape)}
+    return shape
 
 
 def make_team_agent(
