@@ -36,11 +36,12 @@ METRICS = ("goal_rate", "collision_rate", "offroad_rate")
 
 
 def play(
-    env, params, policy: str, keys: jax.Array, yields: bool | None = None
+    env, params, policy: str, keys: jax.Array, yields: bool | None = None, **expert: float
 ) -> dict[str, np.ndarray]:
     """Every episode's ``info["metrics"]`` at its first end (``f32[N]`` each), one per key.
     ``yields``: whether the scripted driver yields at crossing conflicts (None: as the env's
-    traffic does, ``Drive(yield_to_crossing=...)``)."""
+    traffic does, ``Drive(yield_to_crossing=...)``); ``expert``: other ``route_follower``
+    keywords (``target_speed``, ``lookahead``)."""
     steps = int(params.max_steps_in_episode)
     space = env.action_space(params)
     if yields is None:
@@ -48,7 +49,7 @@ def play(
 
     def act(key, state):
         if policy == "scripted":
-            return route_follower(env, state, params, yield_to_crossing=yields)
+            return route_follower(env, state, params, yield_to_crossing=yields, **expert)
         return space.sample(key)
 
     def episode(key):

@@ -3,6 +3,7 @@ crossing conflicts, for the background traffic (``Drive(yield_to_crossing=...)``
 driver itself (``route_follower(..., yield_to_crossing=...)``): four rows per scene set.
 
     python benchmarks/driving_yield.py --scenes DEU_Kackertstrasse-1 --episodes 256
+    python benchmarks/driving_yield.py --scenes DEU_AachenBendplatz-1 --lookahead 1
 
 Each row plays the same ``--episodes`` fresh episodes (the same reset keys), 4 controlled
 agents + 4 background cars, CPU observation sizes (the driver reads the state, not the
@@ -25,10 +26,13 @@ def main() -> None:
     ap.add_argument("--scenes", default="DEU_Kackertstrasse-1", help="comma-separated")
     ap.add_argument("--episodes", type=int, default=256)
     ap.add_argument("--seed", type=int, default=123)
+    ap.add_argument("--lookahead", type=float, default=3.0, help="route_follower's (m)")
+    ap.add_argument("--target-speed", type=float, default=8.0, help="route_follower's (m/s)")
     args = ap.parse_args()
+    expert = {"lookahead": args.lookahead, "target_speed": args.target_speed}
     scenes = args.scenes.split(",")
     keys = jax.random.split(jax.random.key(args.seed), args.episodes)
-    print(f"scenes {scenes}, {args.episodes} episodes")
+    print(f"scenes {scenes}, {args.episodes} episodes, route_follower {expert}")
     print("| traffic yields | driver yields | goal % | collision % | off-road % | wall s |")
     print("|---|---|---:|---:|---:|---:|")
     for traffic in (False, True):
@@ -42,7 +46,7 @@ def main() -> None:
         )
         for driver in (False, True):
             t0 = time.perf_counter()
-            out = play(env, env.default_params, "scripted", keys, yields=driver)
+            out = play(env, env.default_params, "scripted", keys, yields=driver, **expert)
             cells = " | ".join(f"{100 * out[k].mean():.1f}" for k in METRICS)
             print(f"| {traffic} | {driver} | {cells} | {time.perf_counter() - t0:.0f} |")
 
