@@ -296,16 +296,13 @@ def _train_or_reuse(
 
 
 def _eval_json(run_dir: str, episodes: int, seed: int) -> dict | None:
-    """A reused run's ``eval.json`` if it is the evaluation the suite would run: ``episodes``
-    episodes, deterministic, on the run's own evaluation seed, no split (``hordax eval``
-    writes the same file with other options too); else ``None``."""
-    try:
-        with open(os.path.join(run_dir, "eval.json")) as f:
-            ev = json.load(f)
-    except (OSError, ValueError):
-        return None
-    same = (ev.get("episodes"), ev.get("deterministic"), ev.get("seed"), ev.get("split"))
-    return ev if same == (episodes, True, seed, None) else None
+    """A reused run's evaluation if it is the one the suite would run: ``episodes``
+    episodes, deterministic, on the run's own evaluation seed, no split and no env params
+    (``hordax eval`` writes other settings to ``eval.<n>.json``); else ``None``."""
+    from hordax.training.evaluation.run import find_eval
+
+    want = {"episodes_per_member": episodes, "deterministic": True, "seed": seed}
+    return find_eval(run_dir, "", want | {"split": None, "env_params": None})
 
 
 def _fmt(v: Any) -> str:

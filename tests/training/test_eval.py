@@ -212,8 +212,9 @@ def test_cli__trained_cartpole_evaluates_above_threshold_reproducibly(cartpole_r
 
 def test_default_out__other_settings_never_overwrite_an_evaluation(tmp_path):
     """``hordax eval`` without ``out=``: the same settings rewrite their file, other ones
-    (fewer episodes for a video, env_params, another seed) take the next free name."""
-    from hordax.training.evaluation.run import default_out
+    (fewer episodes for a video, env_params, another seed) take the next free name;
+    ``find_eval`` (the suite's reuse) finds an evaluation by its settings among them."""
+    from hordax.training.evaluation.run import default_out, find_eval
 
     row = {"episodes_per_member": 256, "seed": 0, "deterministic": True, "split": "test"}
     row |= {"env_params": None, "max_steps": 91}
@@ -229,6 +230,9 @@ def test_default_out__other_settings_never_overwrite_an_evaluation(tmp_path):
         assert path == str(tmp_path / f"eval_test.{n}.json"), (key, path)
         (tmp_path / f"eval_test.{n}.json").write_text(json.dumps(other))
         assert default_out(str(tmp_path), "test", other) == path  # its rerun: its own file
+    assert find_eval(str(tmp_path), "test", {"seed": 7})["seed"] == 7  # eval_test.3.json
+    assert find_eval(str(tmp_path), "test", {"episodes_per_member": 4, "seed": 0}) is not None
+    assert find_eval(str(tmp_path), "test", {"seed": 5}) is None
     assert default_out(str(tmp_path), "", row) == str(tmp_path / "eval.json")  # no split
     (tmp_path / "eval.json").write_text("{not json")
     assert default_out(str(tmp_path), "", row) == str(tmp_path / "eval.1.json")

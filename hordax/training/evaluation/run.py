@@ -333,21 +333,45 @@ def default_out(run_dir: str, split: str, row: dict) -> str:
     settings (:data:`SETTINGS`: e.g. 256 episodes, and this is a 4-episode video run): then
     the first free ``eval[_<split>].<n>.json`` (n = 1, 2, ..), so no evaluation is lost.
     The same settings again overwrite their own file (same params, same numbers)."""
+    want = {k: row.get(k) for k in SETTINGS}
+    for path in _eval_paths(run_dir, split):
+        if not os.path.exists(path) or _read_if(path, want) is not None:
+            return path
+    raise AssertionError("unreachable: _eval_paths does not end")
+
+
+def find_eval(run_dir: str, split: str, want: dict) -> dict | None:
+    """The first of the run's ``eval[_<split>][.<n>].json`` (as :func:`default_out` names
+    them) whose fields equal ``want``'s (e.g. ``{"episodes_per_member": 16, "seed": 0}``),
+    else ``None``."""
+    for path in _eval_paths(run_dir, split):
+        if not os.path.exists(path):
+            return None
+        found = _read_if(path, want)
+        if found is not None:
+            return found
+    return None
+
+
+def _eval_paths(run_dir: str, split: str):
     base = os.path.join(run_dir, f"eval_{split}" if split else "eval")
-    path, n = f"{base}.json", 0
-    while os.path.exists(path) and not _same_settings(path, row):
+    yield f"{base}.json"
+    n = 1
+    while True:
+        yield f"{base}.{n}.json"
         n += 1
-        path = f"{base}.{n}.json"
-    return path
 
 
-def _same_settings(path: str, row: dict) -> bool:
+def _read_if(path: str, want: dict) -> dict | None:
+    """The JSON object in ``path`` if its fields equal ``want``'s; ``None`` if they do not
+    or it is unreadable (not ours to overwrite)."""
     try:
         with open(path) as f:
             old = json.load(f)
     except (OSError, ValueError):
-        return False  # unreadable: not ours to overwrite
-    return isinstance(old, dict) and all(old.get(k) == row.get(k) for k in SETTINGS)
+        return None
+    ok = isinstance(old, dict) and all(old.get(k) == v for k, v in want.items())
+    return old if ok else None
 
 
 def flat_fields(res: dict, prefix: str = "eval/") -> dict[str, float]:
