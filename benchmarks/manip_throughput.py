@@ -210,8 +210,9 @@ def main() -> None:
         row = measure(args.env, n, args.steps, args.repeats, args.nthread)
         print(row, flush=True)
         rows.append(row)
-        plot(write_csv(args.csv, args.env, rows), args.png)  # after each size: a run cut
-        print(f"wrote {args.csv} and {args.png}")  # short by a time limit keeps its rows
+        # after each size, so a run cut short by a time limit keeps the sizes it finished
+        plot(write_csv(args.csv, args.env, rows), args.png)
+        print(f"wrote {args.csv} and {args.png}")
 
 
 if __name__ == "__main__":

@@ -301,8 +301,8 @@ def _eval_json(run_dir: str, episodes: int, seed: int) -> dict | None:
     (``hordax eval`` writes other settings to ``eval.<n>.json``); else ``None``."""
     from hordax.training.evaluation.run import find_eval
 
-    want = {"episodes_per_member": episodes, "deterministic": True, "seed": seed}
-    return find_eval(run_dir, "", want | {"split": None, "env_params": None})
+    want = {"episodes_per_member": episodes, "deterministic": True, "seed": seed, "split": None}
+    return find_eval(run_dir, "", want | {"env_params": None})
 
 
 def _fmt(v: Any) -> str:

@@ -107,9 +107,9 @@ def test_evaluator__asymmetric_critic_run_evaluates_as_its_actor(deterministic):
     plain_cfg = _cfg("Debug-PointMass-v0", PPOConfig())
     plain = _saved(plain_cfg, env, params)
     plain["params"] = {**plain["params"], "actor": saved["params"]["actor"]}
-    ref = Evaluator(plain_cfg, env, params, episodes=4, seed=2, deterministic=deterministic)
-    assert res["return"] == ref(plain)["return"]
-    assert res["episode_length"] == ref(plain)["episode_length"]
+    ref = Evaluator(plain_cfg, env, params, episodes=4, seed=2, deterministic=deterministic)(plain)
+    assert res["return"] == ref["return"]
+    assert res["episode_length"] == ref["episode_length"]
 
 
 @pytest.mark.timeout(300)

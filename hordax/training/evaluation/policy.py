@@ -155,9 +155,8 @@ def groups_of(
             )
         agent = _make_agent(cfg, algo, acfg, env, env_params)
         team_index = env.team_index if is_multi_agent(env) else None
-        critic_shape = None
-        if getattr(acfg, "critic_obs", False):
-            critic_shape = tuple(env.critic_observation_space(env_params).shape)
+        shape = agent_obs_shape(acfg, env, env_params)
+        critic_shape = shape["critic"] if isinstance(shape, dict) else None
         _check_params(algo, agent, members, where)
         policy = make_policy(algo, agent, deterministic, team_index, critic_shape)
         out.append(Group(algo, agent, members, policy))

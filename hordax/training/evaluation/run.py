@@ -334,10 +334,8 @@ def default_out(run_dir: str, split: str, row: dict) -> str:
     the first free ``eval[_<split>].<n>.json`` (n = 1, 2, ..), so no evaluation is lost.
     The same settings again overwrite their own file (same params, same numbers)."""
     want = {k: row.get(k) for k in SETTINGS}
-    for path in _eval_paths(run_dir, split):
-        if not os.path.exists(path) or _read_if(path, want) is not None:
-            return path
-    raise AssertionError("unreachable: _eval_paths does not end")
+    paths = _eval_paths(run_dir, split)  # endless: the first free name ends the search
+    return next(p for p in paths if not os.path.exists(p) or _read_if(p, want) is not None)
 
 
 def find_eval(run_dir: str, split: str, want: dict) -> dict | None:
