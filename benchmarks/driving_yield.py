@@ -29,6 +29,11 @@ def main() -> None:
     ap.add_argument("--lookahead", type=float, default=3.0, help="route_follower's (m)")
     ap.add_argument("--target-speed", type=float, default=8.0, help="route_follower's (m/s)")
     args = ap.parse_args()
+    if args.lookahead < 0 or args.target_speed <= 0 or args.episodes < 1:
+        ap.error(
+            f"--lookahead={args.lookahead} (>= 0), --target-speed={args.target_speed} (> 0),"
+            f" --episodes={args.episodes} (>= 1): one is out of range"
+        )
     expert = {"lookahead": args.lookahead, "target_speed": args.target_speed}
     scenes = args.scenes.split(",")
     keys = jax.random.split(jax.random.key(args.seed), args.episodes)
