@@ -31,3 +31,8 @@ print(f"mean episode return over the last 10 updates: {float(returns[-10:].mean(
 
 # Several seeds at once: vmap the whole training run.
 final_states, metrics = jax.jit(jax.vmap(train))(jax.random.split(jax.random.key(0), 4))
+returns = metrics["episode_return_sum"] / jnp.maximum(metrics["episode_count"], 1)
+# Reading the result also waits for it: JAX dispatches asynchronously, and a script that
+# exits while a computation still runs can die of SIGSEGV (jax 0.9.2 on CPU frees the
+# program under its threads). End a script on a result you read or block_until_ready.
+print("per seed:", returns[:, -10:].mean(axis=1))
