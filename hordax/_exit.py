@@ -7,9 +7,10 @@ backends and compiled-program caches under it. With jax 0.9.2 on CPU that died o
 about 1 run in 10 on a loaded 2-core host (gdb: the main thread freeing memory at exit while
 an ``tf_XLAEigen`` thread ran the freed program; benchmarks/RESULTS.md section 33).
 
-:func:`register` adds :func:`wait_for_dispatched` to ``atexit`` once, after ``jax`` is
-imported: ``atexit`` runs its handlers last-registered first, so this one runs before
-JAX's. :mod:`hordax.envs` calls it, so every hordax process has it.
+Importing this module adds :func:`wait_for_dispatched` to ``atexit`` (a module runs once
+per process), after ``jax`` is imported: ``atexit`` runs its handlers last-registered
+first, so this one runs before JAX's. :mod:`hordax.envs` imports it, so every hordax
+process has it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import contextlib
 
 import jax
 from jax._src import xla_bridge
-
-_registered = False
 
 
 def wait_for_dispatched() -> int:
@@ -42,9 +41,4 @@ def wait_for_dispatched() -> int:
     return len(arrays)
 
 
-def register() -> None:
-    """Put :func:`wait_for_dispatched` into ``atexit`` (once per process)."""
-    global _registered
-    if not _registered:
-        atexit.register(wait_for_dispatched)
-        _registered = True
+atexit.register(wait_for_dispatched)

@@ -4,12 +4,10 @@ Light on purpose: importing this package imports no environment family; families
 imported lazily by :func:`make`.
 """
 
-from hordax import _exit
+from hordax import _exit  # noqa: F401  (waits for dispatched computations at exit)
 from hordax.envs import _register  # noqa: F401, E402  (registers hordax ids, lazily)
 from hordax.envs.core import Environment, EnvParams, EnvState, MultiAgentEnvironment
 from hordax.envs.registry import UnknownEnvError, make, register, registered_envs
-
-_exit.register()  # wait for dispatched computations at exit, before jax's own handler
 
 
 def to_gymnasium(env, num_envs: int = 1, seed: int | None = None, **make_kwargs):
