@@ -367,11 +367,17 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
 
     #: route points per observation (:class:`Drive` only: log scenes have no lane route)
     route_points: int = 0
+    #: what a route row holds (:class:`Drive`'s ``route_features``)
+    route_features: str = "points"
 
     @property
     def observation_size(self) -> int:
         return obs_lib.observation_size(
-            self.max_partners, self.max_road_points, self.lidar_rays, self.route_points
+            self.max_partners,
+            self.max_road_points,
+            self.lidar_rays,
+            self.route_points,
+            obs_lib.ROUTE_WIDTH[self.route_features],
         )
 
     def observation_space(self, params: DriveParams) -> spaces.Box:
@@ -386,7 +392,12 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         """``obs [..., D]`` -> ``{"ego", "partners", "roads", "lidar", "route"}``
         (observation.py)."""
         return obs_lib.split(
-            obs, self.max_partners, self.max_road_points, self.lidar_rays, self.route_points
+            obs,
+            self.max_partners,
+            self.max_road_points,
+            self.lidar_rays,
+            self.route_points,
+            obs_lib.ROUTE_WIDTH[self.route_features],
         )
 
     def action_grid(self, params: DriveParams) -> jax.Array:
@@ -625,6 +636,11 @@ class Drive(_Driving):
         route_points: points of each agent's lane route ahead of it in its observation
             (0, the default: none, GPUDrive's layout), ``route_spacing`` metres apart
             (observation.py, ``route``).
+        route_features: what each route row holds: ``"points"`` (the default: valid, x, y
+            of the first polyline point at or past each arc length, the first one
+            ``route_spacing`` ahead) or ``"lane"`` (valid, x, y, cos, sin of the route's
+            direction, interpolated, from the agent's foot on its route: row 0 holds its
+            lateral offset and heading error; observation.py, ``route_lane``).
         yield_to_crossing: background traffic also yields at crossing conflicts (traffic.py:
             whoever reaches a point of its route first goes first, under constant-velocity
             predictions), not only to the object ahead in its lane; False (the default)
@@ -655,6 +671,7 @@ class Drive(_Driving):
         split: str = "all",
         route_points: int = 0,
         route_spacing: float = 5.0,
+        route_features: str = "points",
         yield_to_crossing: bool = False,
         progress: str = "euclidean",
         **options: Any,
@@ -688,6 +705,12 @@ class Drive(_Driving):
             "must be a finite number of metres > 0",
         )
         need(
+            route_features in obs_lib.ROUTE_WIDTH,
+            "route_features",
+            repr(route_features),
+            f"must be one of {tuple(obs_lib.ROUTE_WIDTH)}",
+        )
+        need(
             isinstance(yield_to_crossing, bool),
             "yield_to_crossing",
             repr(yield_to_crossing),
@@ -711,6 +734,7 @@ class Drive(_Driving):
         self.test_scene_names, self.split = test_scenes, split
         self.route_hops = route_hops
         self.route_points, self.route_spacing = route_points, float(route_spacing)
+        self.route_features = route_features
         self.yield_to_crossing, self.progress = yield_to_crossing, progress
         arrays = []
         if split != "test":
@@ -795,7 +819,8 @@ class Drive(_Driving):
     def _route_observation(self, state: DriveState, scene, params: DriveParams):
         if not self.route_points:
             return None
-        return obs_lib.route_ahead(
+        make = obs_lib.route_lane if self.route_features == "lane" else obs_lib.route_ahead
+        return make(
             state,
             scene.lanes,
             params,

@@ -19,7 +19,13 @@ Layout of one agent's flat ``f32[D]`` observation (:func:`observation_size`,
   lane route ahead of it, every ``route_spacing`` metres of arc length from the route point
   nearest to it: valid, x, y (ego frame, / obs_radius); invalid past the route's end. The
   goal lies on this route, so these are the waypoints a route planner would hand a driver
-  (not part of GPUDrive's observation: off by default).
+  (not part of GPUDrive's observation: off by default);
+- ``route`` ``[K_w, 5]`` with ``route_features="lane"`` instead: the route at arc lengths
+  ``0, route_spacing, ..`` from the agent's projection on it, interpolated between polyline
+  points: valid, x, y (ego frame, / obs_radius), cos and sin of the route's direction there
+  relative to the agent's heading. Row 0 is the foot of the agent on its route, so it holds
+  the lateral offset and the heading error that a lane-keeping controller reads, in the
+  same units on every map.
 
 Padding rows (fewer objects or segments than slots) are all zeros, valid flag included.
 The nearest ``K`` are picked with ``lax.top_k`` on negated distances (no sort).
@@ -38,25 +44,37 @@ PARTNER_FEATURES = 12
 ROAD_FEATURES = 6 + NUM_ROAD_TYPES
 LIDAR_CHANNELS = 2
 ROUTE_FEATURES = 3
+LANE_ROUTE_FEATURES = 5
+#: features per route row for each ``route_features`` option of ``Drive``
+ROUTE_WIDTH = {"points": ROUTE_FEATURES, "lane": LANE_ROUTE_FEATURES}
 
 
 def observation_size(
-    max_partners: int, max_road_points: int, lidar_rays: int, route_points: int = 0
+    max_partners: int,
+    max_road_points: int,
+    lidar_rays: int,
+    route_points: int = 0,
+    route_width: int = ROUTE_FEATURES,
 ) -> int:
     return (
         EGO_FEATURES
         + max_partners * PARTNER_FEATURES
         + max_road_points * ROAD_FEATURES
         + lidar_rays * LIDAR_CHANNELS
-        + route_points * ROUTE_FEATURES
+        + route_points * route_width
     )
 
 
 def split(
-    obs: jax.Array, max_partners: int, max_road_points: int, lidar_rays: int, route_points: int = 0
+    obs: jax.Array,
+    max_partners: int,
+    max_road_points: int,
+    lidar_rays: int,
+    route_points: int = 0,
+    route_width: int = ROUTE_FEATURES,
 ) -> dict:
     """Cut ``obs [..., D]`` into ``ego [..., 8]``, ``partners [..., K_p, 12]``,
-    ``roads [..., K_r, 11]``, ``lidar [..., rays, 2]``, ``route [..., K_w, 3]``."""
+    ``roads [..., K_r, 11]``, ``lidar [..., rays, 2]``, ``route [..., K_w, route_width]``."""
     sizes = [
         EGO_FEATURES,
         max_partners * PARTNER_FEATURES,
@@ -70,7 +88,7 @@ def split(
         "partners": partners.reshape(*lead, max_partners, PARTNER_FEATURES),
         "roads": roads.reshape(*lead, max_road_points, ROAD_FEATURES),
         "lidar": lidar.reshape(*lead, lidar_rays, LIDAR_CHANNELS),
-        "route": route.reshape(*lead, route_points, ROUTE_FEATURES),
+        "route": route.reshape(*lead, route_points, route_width),
     }
 
 
@@ -149,6 +167,27 @@ def route_ahead(state, lanes, params, *, num_agents: int, points: int, spacing: 
     idx = jnp.argmax(ahead, axis=-1)  # the first point at or past the target
     xy = rotate(_take(pts, idx) - pos[:, None], jnp.cos(yaw)[:, None], -jnp.sin(yaw)[:, None])
     feats = jnp.concatenate([jnp.ones((n, points, 1)), xy / params.obs_radius], axis=-1)
+    return feats * valid[..., None]
+
+
+def route_lane(state, lanes, params, *, num_agents: int, points: int, spacing: float):
+    """``f32[n, points, 5]``: (valid, x, y, cos, sin) of each controlled agent's route at arc
+    lengths ``0, spacing, .., (points - 1) spacing`` past its projection on the route
+    (:func:`route_arc`), interpolated (:func:`route_samples`); x, y in its ego frame /
+    ``obs_radius``, cos and sin of the route direction minus the agent's heading. Unlike
+    :func:`route_ahead` nothing is quantized to the polyline's ~1 m point spacing, and
+    row 0 (the foot point) gives the lateral offset and heading error. Rows past the
+    route's end are zeros."""
+    n = num_agents
+    pos, yaw = state.pos[:n], state.yaw[:n]
+    pts, ok, cum = route_polyline(lanes, state.route[:n])
+    here = route_arc(pts, ok, cum, pos)
+    target = here[:, None] + spacing * jnp.arange(points, dtype=jnp.float32)  # [n, K]
+    xy, tangent, valid = route_samples(pts, ok, cum, target)
+    c, s = jnp.cos(yaw)[:, None], jnp.sin(yaw)[:, None]
+    rel = rotate(xy - pos[:, None], c, -s) / params.obs_radius
+    direction = rotate(tangent, c, -s)  # (cos, sin) of the route's heading minus the agent's
+    feats = jnp.concatenate([jnp.ones((n, points, 1)), rel, direction], axis=-1)
     return feats * valid[..., None]
 
 

@@ -327,6 +327,57 @@ def test_env__route_points_are_the_lane_route_ahead_in_the_ego_frame():
         Drive(route_spacing=0, **kw)
 
 
+def test_env__lane_route_rows_are_the_interpolated_route_from_the_agents_foot():
+    """``route_features="lane"``: row k is the route ``k * route_spacing`` metres of arc past
+    the agent's projection on it (shapely's ``project`` and ``interpolate`` on the route
+    polyline), in the ego frame, with cos/sin of the route's direction there minus the
+    agent's heading; row 0 is the foot point (lateral offset, heading error). Checked after
+    random steps, so the agents are off their lane centres."""
+    from shapely.geometry import LineString, Point
+
+    kw = dict(scenes="USA_Roundabout-1", num_agents=3, num_background=2, **TINY)
+    env = Drive(route_points=6, route_spacing=4.0, route_features="lane", **kw)
+    assert env.observation_size == Drive(**kw).observation_size + 6 * 5
+    params = env.default_params
+    step = jax.jit(env.step)
+    for seed in range(3):
+        key = jax.random.key(seed)
+        obs, state = jax.jit(env.reset)(key, params)
+        for t in range(6):
+            action = jax.random.randint(jax.random.fold_in(key, t), (3,), 0, 91)
+            obs, state, *_ = step(jax.random.fold_in(key, 100 + t), state, action, params)
+        got = np.asarray(env.split_observation(obs)["route"])
+        lanes = scene_at(params.scenes, state.scene).lanes
+        pts_all, npts = np.asarray(lanes.pts), np.asarray(lanes.npts)
+        for i in range(3):
+            if not bool(state.active[i]):
+                continue
+            lanes_i = [int(x) for x in np.asarray(state.route[i]) if x >= 0]
+            poly = np.concatenate([pts_all[j][: npts[j]] for j in lanes_i])
+            poly = poly[np.r_[True, np.hypot(*np.diff(poly, axis=0).T) > 0]]
+            line = LineString(poly)
+            cum = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(poly, axis=0).T))])
+            pos, yaw = np.asarray(state.pos[i], np.float64), float(state.yaw[i])
+            c, s = np.cos(yaw), np.sin(yaw)
+            here = line.project(Point(pos))
+            for k in range(6):
+                target = here + 4.0 * k
+                if target > line.length:
+                    np.testing.assert_array_equal(got[i, k], 0.0)
+                    continue
+                p = np.asarray(line.interpolate(target).coords[0]) - pos
+                seg = min(max(int(np.argmax(cum >= target)), 1), len(poly) - 1)
+                d = poly[seg] - poly[seg - 1]
+                heading = np.arctan2(d[1], d[0]) - yaw
+                want = (1.0, (c * p[0] + s * p[1]) / 50, (-s * p[0] + c * p[1]) / 50)
+                np.testing.assert_allclose(got[i, k, :3], want, atol=2e-4)
+                np.testing.assert_allclose(
+                    got[i, k, 3:], (np.cos(heading), np.sin(heading)), atol=2e-3
+                )
+    with pytest.raises(ValueError, match=r"route_features='frenet': must be one of"):
+        Drive(route_features="frenet", **kw)
+
+
 def test_env__undirected_lines_turn_edges_and_lines_ahead_and_leave_the_rest():
     """``undirected_lines=True``: each road edge or road line row whose drawn direction
     points behind the agent is turned round (cos, sin negated: its direction modulo pi);
