@@ -819,8 +819,7 @@ class Drive(_Driving):
     def _route_observation(self, state: DriveState, scene, params: DriveParams):
         if not self.route_points:
             return None
-        make = obs_lib.route_lane if self.route_features == "lane" else obs_lib.route_ahead
-        return make(
+        return obs_lib.ROUTE_ROWS[self.route_features](
             state,
             scene.lanes,
             params,

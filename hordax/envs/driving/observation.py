@@ -191,6 +191,10 @@ def route_lane(state, lanes, params, *, num_agents: int, points: int, spacing: f
     return feats * valid[..., None]
 
 
+#: the function that builds the route rows for each ``route_features`` option of ``Drive``
+ROUTE_ROWS = {"points": route_ahead, "lane": route_lane}
+
+
 def _nearest(dist: jax.Array, valid: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
     """Indices ``[n, k]`` of the ``k`` smallest valid distances per row and their validity."""
     score = jnp.where(valid, -dist, -jnp.inf)
