@@ -8,7 +8,8 @@ the env steps on (:class:`MapArrays`):
 - **road segments** ``(x0, y0, x1, y1)`` with a type (:data:`ROAD_TYPES`): lane centre lines
   (``lane``), bounds shared with other drivable area (``road_line``) and bounds with no
   drivable area beyond them (``road_edge``: the curb; found by probing 0.3 m and 2 m outside
-  the middle of each bound segment against every drivable quad, so lanelets crossing inside
+  every metre of each bound segment against every drivable quad (a segment that is curb
+  along part of its length only is split there), so lanelets crossing inside
   an intersection, and the small pockets between them, do not make curbs);
 - **drivable quads**: each bound pair ``(L_i, L_i+1, R_i+1, R_i)``; off-road means outside all;
 - **lanes** for routing: centre line points, cumulative arc length, successors (<= 4);
@@ -121,6 +122,39 @@ def _segments(p: np.ndarray) -> np.ndarray:
     return np.concatenate([p[:-1], p[1:]], axis=1)
 
 
+def _classify_bound(
+    seg: np.ndarray,
+    centre: np.ndarray,
+    quads: np.ndarray,
+    probe: tuple[float, ...],
+    step: float,
+) -> list[tuple[np.ndarray, bool]]:
+    """One bound segment ``f32[4]`` as ``[(piece f32[4], is_curb), ..]``: probed ``probe``
+    metres outside (away from the lane's ``centre`` point) at the middle of every
+    ``step``-long piece, a piece is curb when no drivable quad holds any of its probes; runs
+    of pieces of one kind are merged, so a segment of one kind stays one segment. Probing
+    the segment's middle alone made a 7 m bound a curb where its far end lies inside a
+    roundabout's ring (rounD Kackertstrasse: a splitter island's bound reaching 2 m into
+    the circulating lane)."""
+    a, b = seg[:2], seg[2:]
+    k = max(1, int(np.ceil(np.hypot(*(b - a)) / step)))
+    t = np.linspace(0.0, 1.0, k + 1)
+    pts = a + (b - a) * t[:, None]
+    mid = 0.5 * (pts[:-1] + pts[1:])
+    normal = np.array([-(b - a)[1], (b - a)[0]]) / max(np.hypot(*(b - a)), 1e-9)
+    if np.dot(0.5 * (a + b) - centre, normal) < 0:
+        normal = -normal
+    curb = np.ones(k, bool)
+    for d in probe:
+        curb &= ~quads_contain(mid + d * normal, quads)
+    out, start = [], 0
+    for j in range(1, k + 1):
+        if j == k or curb[j] != curb[start]:
+            out.append((np.concatenate([pts[start], pts[j]]).astype(seg.dtype), bool(curb[start])))
+            start = j
+    return out
+
+
 def quads_contain(points: np.ndarray, quads: np.ndarray) -> np.ndarray:
     """``bool[N]``: numpy twin of :func:`hordax.envs.driving.geometry.points_in_quads`."""
     if len(quads) == 0:
@@ -162,6 +196,7 @@ def build_map(
     min_spawn_width: float = 2.5,
     min_route: float = 25.0,
     edge_probe: tuple[float, ...] = (0.3, 2.0),
+    edge_step: float = 1.0,
     areas: list[np.ndarray] = (),
     offset: np.ndarray | None = None,
     speed_limit: float = 11.0,
@@ -212,20 +247,15 @@ def build_map(
         left, right, centre = geo[i]
         for bound in (left, right):
             s = _segments(bound)
-            mid = 0.5 * (s[:, :2] + s[:, 2:])
             cmid = 0.5 * (centre[:-1] + centre[1:])
-            out = mid - cmid
-            out /= np.maximum(np.hypot(out[:, 0], out[:, 1]), 1e-9)[:, None]
-            edge = np.ones(len(mid), bool)
-            for d in edge_probe:
-                edge &= ~quads_contain(mid + d * out, quads)
-            for seg, is_edge in zip(s, edge, strict=True):
+            for seg, c in zip(s, cmid, strict=True):
                 key = frozenset([tuple(np.round(seg[:2], 1)), tuple(np.round(seg[2:], 1))])
                 if key in seen:
                     continue
                 seen.add(key)
-                segs.append(seg)
-                types.append(ROAD_TYPES["road_edge" if is_edge else "road_line"])
+                for piece, is_edge in _classify_bound(seg, c, quads, edge_probe, edge_step):
+                    segs.append(piece)
+                    types.append(ROAD_TYPES["road_edge" if is_edge else "road_line"])
         segs += list(_segments(centre))
         types += [ROAD_TYPES["lane"]] * (len(centre) - 1)
     for i, ll in enumerate(lanelets):
