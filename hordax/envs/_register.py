@@ -89,6 +89,9 @@ for _id, _map, _agents in (
     ("Kackertstrasse", "DEU_Kackertstrasse-1", 8),
     ("Bendplatz", "DEU_AachenBendplatz-1", 8),
     ("AachenBrand", "DEU_AachenBrand-1", 8),
+    ("Thiergarten", "DEU_Thiergarten-1", 8),
+    ("Neuweiler", "DEU_Neuweiler-1", 8),
+    ("DEURoundabout", "DEU_Roundabout-1", 8),
 ):
     register(
         f"Drive-{_id}-v0",

@@ -1,6 +1,6 @@
 """The shipped real road maps: CommonRoad lanelet maps of real recording sites.
 
-Six maps converted once from ``commonroad-dataset-converter`` 2025.1.0 (BSD-3-Clause,
+Nine maps converted once from ``commonroad-dataset-converter`` 2025.1.0 (BSD-3-Clause,
 Technical University of Munich) by ``data/convert_commonroad.py``; the ``.npz`` files hold
 every lanelet as in the XML (also shipped, gzipped, for the geometry test). The maps are
 those of the INTERACTION, rounD, inD and exiD recordings; **no recorded trajectories ship**
@@ -29,6 +29,9 @@ MAPS = {
     "DEU_Kackertstrasse-1": ("rounD", "roundabout, Aachen (Kackertstrasse)", 9.0),
     "DEU_AachenBendplatz-1": ("inD", "urban intersection, Aachen (Bendplatz)", 11.0),
     "DEU_AachenBrand-1": ("exiD", "motorway exit and entry, Aachen-Brand", 25.0),
+    "DEU_Thiergarten-1": ("rounD", "roundabout, Aachen (Thiergarten)", 9.0),
+    "DEU_Neuweiler-1": ("rounD", "two-lane roundabout, Aachen (Neuweiler)", 9.0),
+    "DEU_Roundabout-1": ("INTERACTION", "roundabout, Germany", 9.0),
 }
 
 NOT_DRIVABLE = {"sidewalk", "crosswalk", "bicycleLane", "border", "shoulder", "restricted"}

@@ -17,6 +17,7 @@ from hordax import testing
 from hordax.envs.driving.env import Drive, DriveLog
 from hordax.envs.driving.expert import route_follower
 from hordax.envs.driving.geometry import box_corners, boxes_overlap, points_in_quads, rotate
+from hordax.envs.driving.maps import MAPS
 from hordax.envs.driving.scene import scene_at
 from hordax.envs.pettingzoo_adapter import PettingZooParallelEnv
 
@@ -165,7 +166,8 @@ def test_env__scripted_driver_reaches_goals_reward_and_termination():
 
 
 def test_env__spawns_are_collision_free_and_on_the_road_on_every_map():
-    env, params = hordax.make("Drive-Maps-v0", **TINY)
+    env = Drive(scenes=tuple(sorted(MAPS)), num_agents=4, num_background=4, **TINY)
+    params = env.default_params
     episodes = 96
 
     def spawn(key, params):
@@ -181,7 +183,7 @@ def test_env__spawns_are_collision_free_and_on_the_road_on_every_map():
 
     keys = jax.random.split(jax.random.key(2), episodes)
     state, overlap, on_road = jax.jit(jax.vmap(spawn, in_axes=(0, None)))(keys, params)
-    assert len(np.unique(np.asarray(state.scene))) == 6  # every map drawn
+    assert len(np.unique(np.asarray(state.scene))) == len(MAPS)  # every shipped map drawn
     assert not np.asarray(overlap).any() and np.asarray(on_road).all()
     assert np.all(np.asarray(state.active)) and np.all(np.asarray(state.goal_dist) > 2.0)
     # fresh draws: no two of the 96 episodes start alike (slots, sizes, speeds, goals)

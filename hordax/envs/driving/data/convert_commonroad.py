@@ -39,6 +39,9 @@ MAPS = {
     "DEU_Kackertstrasse-1": ("rounD", "rounD/maps/DEU_Kackertstrasse-1.xml"),
     "DEU_AachenBendplatz-1": ("inD", "inD/maps/DEU_AachenBendplatz-1.xml"),
     "DEU_AachenBrand-1": ("exiD", "exiD/maps/DEU_AachenBrand-1.xml"),
+    "DEU_Thiergarten-1": ("rounD", "rounD/maps/DEU_Thiergarten-1.xml"),
+    "DEU_Neuweiler-1": ("rounD", "rounD/maps/DEU_Neuweiler-1.xml"),
+    "DEU_Roundabout-1": ("INTERACTION", "INTERACTION/maps/DEU_Roundabout-1.xml"),
 }
 
 
