@@ -67,6 +67,37 @@ def test_env__nan_and_inf_actions_through_the_whole_step():
     testing.check_nonfinite_actions(env, env.default_params, jax.random.key(0), wrap=False)
 
 
+def test_env__quadratic_steer_spacing_keeps_the_ends_and_refines_the_centre():
+    """``steer_spacing="quadratic"``: the same action count, accel values and steer ends as
+    the linear grid, steer values ``sign(u) u^2 max_steer`` (smallest nonzero one
+    ``max_steer / 36`` with 13 bins), and the step applies them: one step of a moving agent
+    turns its heading by the classic model's ``v cos(beta) tan(steer) / length dt`` for
+    the grid's smallest left steer. An unknown spacing is refused naming the field."""
+    kw = dict(scenes="procedural-merge", num_agents=2, num_background=0, num_variants=1, **TINY)
+    lin, quad = Drive(**kw), Drive(steer_spacing="quadratic", **kw)
+    params = lin.default_params
+    g_lin, g_quad = np.asarray(lin.action_grid(params)), np.asarray(quad.action_grid(params))
+    assert g_lin.shape == g_quad.shape == (13 * 7, 2)
+    np.testing.assert_array_equal(g_lin[:, 0], g_quad[:, 0])
+    steer = np.unique(g_quad[:, 1])
+    u = np.linspace(-1, 1, 13)
+    np.testing.assert_allclose(steer, np.sign(u) * u**2 * params.max_steer, atol=1e-7)
+    np.testing.assert_allclose(steer[[0, -1]], np.unique(g_lin[:, 1])[[0, -1]])
+    np.testing.assert_allclose(steer[7], params.max_steer / 36, rtol=1e-6)
+
+    _, state = quad.reset(jax.random.key(0), params)
+    small_left = int(np.argmin(np.hypot(g_quad[:, 0], g_quad[:, 1] - steer[7])))
+    action = jnp.full((2,), small_left, jnp.int32)
+    pos, yaw, vel = jax.jit(quad.advance_agents)(state, action, params)
+    speed = float(np.hypot(*np.asarray(state.vel[0])))
+    assert speed > 1.0  # the check needs a moving agent
+    tan_d = np.tan(steer[7])  # by hand: the classic bicycle at zero acceleration
+    rate = speed * np.cos(np.arctan(0.5 * tan_d)) * tan_d / float(state.size[0, 0])
+    np.testing.assert_allclose(float(yaw[0]), float(state.yaw[0]) + rate * params.dt, atol=1e-6)
+    with pytest.raises(ValueError, match="steer_spacing"):
+        Drive(steer_spacing="cubic", **kw)
+
+
 @functools.cache
 def _log_env(behavior: str) -> DriveLog:
     return DriveLog(num_agents=4, max_objects=8, collision_behavior=behavior, **TINY)
