@@ -31,18 +31,12 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-#: benchmark id -> (dataset, path under crdata/datasets)
-MAPS = {
-    "USA_Intersection-1": ("INTERACTION", "INTERACTION/maps/USA_Intersection-1.xml"),
-    "USA_Roundabout-1": ("INTERACTION", "INTERACTION/maps/USA_Roundabout-1.xml"),
-    "DEU_Merging-1": ("INTERACTION", "INTERACTION/maps/DEU_Merging-1.xml"),
-    "DEU_Kackertstrasse-1": ("rounD", "rounD/maps/DEU_Kackertstrasse-1.xml"),
-    "DEU_AachenBendplatz-1": ("inD", "inD/maps/DEU_AachenBendplatz-1.xml"),
-    "DEU_AachenBrand-1": ("exiD", "exiD/maps/DEU_AachenBrand-1.xml"),
-    "DEU_Thiergarten-1": ("rounD", "rounD/maps/DEU_Thiergarten-1.xml"),
-    "DEU_Neuweiler-1": ("rounD", "rounD/maps/DEU_Neuweiler-1.xml"),
-    "DEU_Roundabout-1": ("INTERACTION", "INTERACTION/maps/DEU_Roundabout-1.xml"),
-}
+from hordax.envs.driving.maps import MAPS  # the shipped maps: benchmark id -> (dataset, ...)
+
+
+def _source(name: str, dataset: str) -> str:
+    """The map's XML under ``crdata/datasets`` (every dataset keeps them in ``maps/``)."""
+    return f"{dataset}/maps/{name}.xml"
 
 
 def _points(bound: ET.Element) -> np.ndarray:
@@ -111,8 +105,8 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "commonroad"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for name, (dataset, rel) in MAPS.items():
-        with open(os.path.join(args.crdata, "datasets", rel), "rb") as f:
+    for name, (dataset, *_) in MAPS.items():
+        with open(os.path.join(args.crdata, "datasets", _source(name, dataset)), "rb") as f:
             xml = f.read()
         # the map's name is its file name (rounD's Kackertstrasse file says ZAM_MUC-1 inside)
         arrays = {"name": np.array(name), **convert(xml, dataset)}
