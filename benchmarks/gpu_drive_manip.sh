@@ -13,9 +13,9 @@
 #               "largest batch that fits" against GPUDrive's ~1M agent-steps/s), and each
 #               manipulation task's env steps/s beside MuJoCo C's mujoco.rollout on all the
 #               machine's cores (issue #17)
-#   drive       IPPO on real maps (RESULTS 13b's recipe with route waypoints, yielding traffic
-#               and route progress, all four training maps), then `hordax eval` on the two
-#               held-out maps and the training maps' fresh episodes
+#   drive       IPPO on real maps (the tuned config of RESULTS 13h at 1,024 envs x 64 steps
+#               and STEPS env steps per seed), then `hordax eval` on the held-out map and the
+#               training maps' fresh episodes
 #   sphere      PPO on Manip-HandSphereRotate-v0 (its tuned config), then `hordax eval`
 #               (rotation_speed rad/s, drop)
 #   cube        PPO on Manip-HandCubeRotateZ-v0 (its tuned config), then `hordax eval`
@@ -91,14 +91,11 @@ drive)
           'agent.network.hidden_sizes=[16]' population.size=1); EPISODES=4
   else
     size=(trainer.num_envs=1024 trainer.rollout_length=64 "trainer.total_env_steps=${STEPS:-50000000}"
-          trainer.num_chunks=10 env.kwargs.max_partners=63 env.kwargs.max_road_points=200
-          'agent.network.hidden_sizes=[256,256]' population.size=3); EPISODES=1024
+          trainer.num_chunks=10 population.size=3); EPISODES=1024
   fi
-  learn drive "test train" env=Drive-Maps-v0 agent=ippo eval.episodes=0 \
-    'env.kwargs.scenes=[USA_Intersection-1,USA_Roundabout-1,DEU_Merging-1,DEU_AachenBrand-1]' \
-    'env.kwargs.test_scenes=[DEU_Kackertstrasse-1,DEU_AachenBendplatz-1]' \
-    env.kwargs.route_points=8 +env.kwargs.yield_to_crossing=true +env.kwargs.progress=route \
-    "${size[@]}"
+  # the tuned CPU config (hordax/configs/tuned/Drive-Maps-v0_ippo.yaml: five training maps,
+  # rounD Kackertstrasse held out; RESULTS 13h) at GPU batch sizes and budgets
+  learn drive "test train" env=Drive-Maps-v0 agent=ippo eval.episodes=0 "${size[@]}"
   ;;
 sphere | cube)
   id=$([ "$PART" = sphere ] && echo Manip-HandSphereRotate-v0 || echo Manip-HandCubeRotateZ-v0)
