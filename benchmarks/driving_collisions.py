@@ -22,7 +22,7 @@ import os
 import jax
 import numpy as np
 
-from hordax.envs.driving.geometry import box_corners, boxes_overlap
+from hordax.envs.driving.geometry import box_corners, boxes_overlap, to_frame
 from hordax.training.ensemble.members import load_config
 from hordax.training.evaluation.episodes import make_trajectory
 from hordax.training.evaluation.policy import load_saved
@@ -45,9 +45,7 @@ def first_collisions(states, num_agents: int) -> list[dict]:
         row = {"episode": int(v), "agent": int(i), "step": t - 1, "partner": None}
         if hit.any():
             j = int(np.argmax(hit))
-            c, s = np.cos(before.yaw[i]), np.sin(before.yaw[i])
-            d = before.pos[j] - before.pos[i]
-            ahead, left = c * d[0] + s * d[1], -s * d[0] + c * d[1]
+            ahead, left = np.asarray(to_frame(before.pos[j], before.pos[i], before.yaw[i]))
             where = "ahead" if ahead > 2.0 else ("behind" if ahead < -2.0 else "beside")
             row.update(
                 partner="controlled" if j < num_agents else "traffic",
@@ -71,8 +69,7 @@ def history(states, v: int, i: int, j: int, t: int, steps: int = 16) -> list[tup
     for k in range(max(0, t - steps + 1), t + 1):
         pos, yaw = np.asarray(states.pos[k, v]), np.asarray(states.yaw[k, v])
         vel, size = np.asarray(states.vel[k, v]), np.asarray(states.size[k, v])
-        d = pos[j] - pos[i]
-        ahead = np.cos(yaw[i]) * d[0] + np.sin(yaw[i]) * d[1]
+        ahead = float(to_frame(pos[j], pos[i], yaw[i])[0])
         gap = ahead - 0.5 * (size[i, 0] + size[j, 0])
         out.append(
             tuple(round(float(x), 1) for x in (np.linalg.norm(vel[i]), np.linalg.norm(vel[j]), gap))
