@@ -94,6 +94,8 @@ def main() -> None:
     env, params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), dict(tc.env.params), args.split)
     ev = Evaluator(tc, env, params, args.episodes, tc.seed, True, cap)
     group = ev.groups(load_saved(os.path.join(args.run_dir, "params.msgpack")))[0]
+    if not 0 <= args.member < group.members.size:
+        ap.error(f"--member {args.member}: the run has members 0..{group.members.size - 1}")
     traj = make_trajectory(env, params, group.policy, ev.max_steps + 1)
     states, _ = jax.device_get(traj(*_member(group.members, args.member), ev.keys))
     rows = first_collisions(states, env.num_agents)
