@@ -59,6 +59,90 @@ def _fusion_barrier_per_tree_level() -> None:
 _fusion_barrier_per_tree_level()
 
 
+def _distinct_manifold_points(
+    poly: jax.Array, poly_mask: jax.Array, poly_norm: jax.Array
+) -> jax.Array:
+    """MJX's choice of four contact points on a clipped polygon, each one distinct.
+
+    ``poly`` (``f[P, 3]``) is a face-face contact's clipped polygon, ``poly_mask``
+    (``bool[P]``) its valid points, ``poly_norm`` (``f[3]``) the reference face's normal.
+    Returns ``i32[4]``: indices into ``poly``; an index repeats where fewer than four
+    distinct valid points exist (the caller drops the repeats).
+
+    MJX's own ``_manifold_points`` picks a (the first valid point), then b (the farthest
+    from a), c (the farthest from line ab) and d (the farthest from lines ac and bc) among
+    all valid points. The clipping (``collision_convex._clip``) emits each polygon vertex
+    twice, once per edge that ends there, at positions equal up to rounding; so b, c or d
+    can be a copy of a point already chosen, and which copy wins is decided by the last
+    bits. A cube resting on one edge has two valid points, each emitted twice: MJX's four
+    contacts are three copies of one and one of the other, or two of each, depending on a
+    1e-7 m nudge (depths ``[-0.11, -1.0, -0.11, -0.11]`` mm against ``[-0.11, -1.0, -0.11,
+    -1.0]`` mm), and the contact forces and the cube's motion jump with them (measured in
+    benchmarks/RESULTS.md section 34). Here each pick is made among the valid points
+    farther than 1 um from those already chosen, with MJX's scores: the points are the
+    polygon's distinct vertices (at most four), each once.
+    """
+    far = 1e-12  # squared distance (m^2): points closer than 1 um are one point
+
+    def away(avail, p):
+        return avail & (jnp.sum((poly - p) ** 2, axis=1) > far)
+
+    def pick(avail, score, fallback):
+        return jnp.where(jnp.any(avail), jnp.argmax(jnp.where(avail, score, -jnp.inf)), fallback)
+
+    a_idx = jnp.argmax(poly_mask)
+    a = poly[a_idx]
+    avail = away(poly_mask, a)
+    b_idx = pick(avail, jnp.sum((a - poly) ** 2, axis=1), a_idx)
+    b = poly[b_idx]
+    avail = away(avail, b)
+    ap = a - poly
+    c_idx = pick(avail, jnp.abs(ap @ jnp.cross(poly_norm, a - b)), a_idx)
+    c = poly[c_idx]
+    avail = away(avail, c)
+    ac, bc = jnp.cross(poly_norm, a - c), jnp.cross(poly_norm, b - c)
+    d_idx = pick(avail, jnp.abs((b - poly) @ bc) + jnp.abs(ap @ ac), a_idx)
+    return jnp.stack([a_idx, b_idx, c_idx, d_idx])
+
+
+def _distinct_face_contacts():
+    """Make MJX's face-face contacts (box-box, box-mesh, mesh-mesh) drop doubled points
+    (applied once, on import): ``collision_convex._create_contact_manifold`` with
+    :func:`_distinct_manifold_points` in place of MJX's pick, and a repeated index given
+    the no-contact distance 1, as MJX's own ``plane_convex`` does with its repeats. The
+    patch replaces a private function of the pinned ``mujoco-mjx==3.17.0``; its arguments
+    and results are unchanged (``(dist f[4], pos f[4, 3], normal f[4, 3])``). Returns
+    MJX's own function (the tests compare the two).
+    """
+    from mujoco.mjx._src import collision_convex as cc
+
+    installed = cc._create_contact_manifold
+    if hasattr(installed, "_mjx_original"):
+        return installed._mjx_original
+
+    def _create_contact_manifold(
+        clipping_poly, subject_poly, clipping_norm, subject_norm, sep_axis
+    ):
+        poly_incident, mask = cc._clip(clipping_poly, subject_poly, clipping_norm, subject_norm)
+        poly_ref = cc._project_poly_onto_plane(poly_incident, clipping_poly[0], clipping_norm)
+        mask = mask & cc._point_in_front_of_plane(clipping_poly[0], -clipping_norm, poly_incident)
+        best = _distinct_manifold_points(poly_ref, mask, clipping_norm)
+        unique = jnp.tril(best == best[:, None]).sum(axis=1) == 1
+        contact_pts = poly_ref[best]
+        penetration = (poly_incident[best] - contact_pts) @ -clipping_norm
+        dist = jnp.where(mask[best] & unique, -penetration, jnp.ones_like(penetration))
+        normal = -jnp.stack([sep_axis] * 4, 0)
+        return dist, contact_pts, normal
+
+    _create_contact_manifold._mjx_original = installed  # type: ignore[attr-defined]
+    cc._create_contact_manifold = _create_contact_manifold
+    return installed
+
+
+#: MJX's own ``collision_convex._create_contact_manifold`` (replaced on import, see above)
+_MJX_CREATE_CONTACT_MANIFOLD = _distinct_face_contacts()
+
+
 def asset_path(name: str) -> str:
     """Absolute path of a file in ``hordax/envs/manipulation/assets``."""
     return str(importlib.resources.files("hordax.envs.manipulation") / "assets" / name)
