@@ -6,8 +6,7 @@ each jitted program compiles once per env.
 
 Known violations (by gymnax envs) are listed in ``KNOWN_VIOLATIONS`` and marked
 ``xfail(strict=True)``: the day one is fixed, its test fails and the entry goes.
-``SKIPPED_CHECKS`` lists checks that cannot run on an env within a test's time (eager MJX
-of the hand with its contact solver).
+``SKIPPED_CHECKS`` lists checks that cannot run on an env within a test's time (none now).
 """
 
 from __future__ import annotations
@@ -56,22 +55,10 @@ SKIPPED_CHECKS: dict[tuple[str, str], str] = {}
 #: Shadow Hand sphere's eager (op-by-op) MJX reset and step with the contact solver: 123 s on
 #: an AVX-512 2-core host (benchmarks/RESULTS.md section 30); an AVX2 host at load ~5 took
 #: 284 s for the eager reset alone and past 600 s with 4 steps (the check now takes 1).
-LONG_CHECKS = {("jit_matches_eager", "Manip-HandSphereRotate-v0"): 1800}
-_CUBE_CONTACTS = (
-    "Manip-HandCubeRotateZ-v0: MJX's box contacts part two runs of the cube at the last bits "
-    "(an action entry changed by 1e-6 parts the cube's qpos by 0.03-1.6 within 20 control "
-    "steps in 7 of 8 rollouts, from the landing reset and from rest in the palm alike; float64 "
-    "MJX parts as far from a 1e-15 change), where MuJoCo C (float64) stays within 5e-3 and the "
-    "sphere in the same hand within 3e-3: two XLA programs of the same step (batched and "
-    "single, jitted and eager) round differently, so no float tolerance tests them here "
-    "(measured at step 2: 0.047 rad/s on 5.2 in one run, 3.0 on 12 in the next; eager vs jit "
-    "x velocity 0.2251 vs 0.2237 m/s at step 1). A reset at rest would not help (measured, "
-    "RESULTS 31). Canary: test_manip_hand.py::"
-    "test_mjx_cube_contacts_part_at_the_last_bits_where_mujoco_c_stays_close; the sphere and "
-    "Push run these checks within CONTACT_TOL"
-)
-for _check in ("vmap_states", "vmap_params", "batch_resets", "jit_matches_eager"):
-    SKIPPED_CHECKS[(_check, "Manip-HandCubeRotateZ-v0")] = _CUBE_CONTACTS
+LONG_CHECKS = {
+    ("jit_matches_eager", "Manip-HandSphereRotate-v0"): 1800,
+    ("jit_matches_eager", "Manip-HandCubeRotateZ-v0"): 1800,
+}
 
 
 #: The everyday tier (``python -m pytest -m "not slow"``) runs every check on one env class
@@ -113,7 +100,19 @@ EAGER_STEP_SIZES = {"manipulation": {"num_steps": 1, "max_steps": 2}}
 CONTACT_IDS = frozenset({"Manip-Push-v0", "Manip-HandSphereRotate-v0", "Manip-HandCubeRotateZ-v0"})
 
 
+#: The cube in the hand lands on the palm with an edge or a corner: stiff impacts amplify
+#: float32 rounding more than the sphere's or Push's contacts. Measured on the batched-vs-
+#: single programs of the cube's step (``benchmarks/manip_cube_programs.py``): float32 parts
+#: by 1e-5 at step 1 and by up to 2e-3-9e-3 at steps 5-6 (3.5e-3 rad/s on 0.64 rad/s in the
+#: contract's vmap-over-params step 3); the same programs in float64 agree to 1e-12 over 6
+#: steps, so the programs compute the same function and the float32 gap is rounding.
+#: 1e-2 still fails any defect of the size of the values (a mixed-up slot, ignored params).
+CUBE_TOL = {"rtol": 1e-2, "atol": 1e-2}
+
+
 def _tol(env_id: str) -> dict | None:
+    if env_id == "Manip-HandCubeRotateZ-v0":
+        return CUBE_TOL
     return testing.CONTACT_TOL if env_id in CONTACT_IDS else None
 
 
