@@ -74,7 +74,7 @@ def main() -> None:
 
     def gap(a, b):
         """``(largest |a - b|, largest |a - b| / (1e-2 + 1e-2 |b|))``: the second is the share
-        of the cube's contract tolerance (``CUBE_TOL``) used, > 1 fails it."""
+        of the cube's contract tolerance (``IMPACT_TOL``) used, > 1 fails it."""
         pairs = list(zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
         absolute = max(float(jnp.abs(x - y).max()) for x, y in pairs)
         share = max(float((jnp.abs(x - y) / (1e-2 + 1e-2 * jnp.abs(y))).max()) for x, y in pairs)
@@ -92,7 +92,7 @@ def main() -> None:
             f"{args.env} {'float64' if args.x64 else 'float32'} "
             f"vmap over {'params' if args.params else 'states'}"
             f"{' (MJX contacts)' if args.mjx_contacts else ''} step {t + 1}: "
-            f"free-running {free:.2e} ({free_share:.2f} of CUBE_TOL), "
+            f"free-running {free:.2e} ({free_share:.2f} of IMPACT_TOL), "
             f"teacher-forced {one:.2e} ({one_share:.2f})",
             flush=True,
         )

@@ -114,6 +114,13 @@ _TOL = {"rtol": 1e-5, "atol": 1e-5}
 #: defects these checks exist for (a slot's data mixed up, params ignored, a branch taken
 #: differently) give differences of the size of the values themselves.
 CONTACT_TOL = {"rtol": 1e-3, "atol": 1e-3}
+#: The same comparisons for an object that lands on edges and corners (the Shadow Hand's
+#: cube): its impacts amplify float32 rounding further, measured up to 3.5e-3 rad/s on
+#: 0.64 rad/s within the contract's 4 steps and at most 0.10 of this tolerance over 8 steps
+#: (benchmarks/RESULTS.md section 34), while the same programs in float64 agree to 1e-12 (so
+#: the gap is rounding, not two different functions). A defect of the size of the values
+#: (a slot mixed up, params ignored, a branch taken differently) still fails it.
+IMPACT_TOL = {"rtol": 1e-2, "atol": 1e-2}
 _fresh_tag = itertools.count()
 
 

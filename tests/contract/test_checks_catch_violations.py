@@ -53,6 +53,26 @@ class TracedDiffersFromEager(PointMass):
         return obs, state, reward + bump, terminated, info
 
 
+@jax.custom_batching.custom_vmap
+def _slots_shifted(x):
+    return x
+
+
+@_slots_shifted.def_vmap
+def _slots_shifted_vmap(axis_size, in_batched, x):
+    """A wrong batching rule: each env gets its neighbour's value (slots mixed up)."""
+    return jnp.roll(x, 1, axis=0), in_batched[0]
+
+
+class BatchedDiffersFromSingle(PointMass):
+    """A custom batching rule that mixes the slots up: a batched step disagrees with a
+    single one (the kind of defect a hand-written vmap rule or callback can bring)."""
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return obs, state, _slots_shifted(reward), terminated, info
+
+
 class IgnoresParams(PointMass):
     def reset_env(self, key, params):
         return super().reset_env(key, self.default_params)
@@ -152,6 +172,25 @@ CASES = [
             testing.check_jit_matches_eager, num_steps=1, max_steps=2, tol=testing.CONTACT_TOL
         ),
         r"step 1 \(eager vs jit\)",
+    ),
+    # and the tolerance of the envs whose object lands on edges (IMPACT_IDS) too
+    (
+        TracedDiffersFromEager,
+        functools.partial(
+            testing.check_jit_matches_eager, num_steps=1, max_steps=2, tol=testing.IMPACT_TOL
+        ),
+        r"step 1 \(eager vs jit\)",
+    ),
+    (BatchedDiffersFromSingle, testing.check_vmap_states, r"vmap step 1, env 0: leaf \[2\]"),
+    (
+        BatchedDiffersFromSingle,
+        functools.partial(testing.check_vmap_states, tol=testing.IMPACT_TOL),
+        r"vmap step 1, env 0: leaf \[2\]",
+    ),
+    (
+        BatchedDiffersFromSingle,
+        functools.partial(testing.check_vmap_params, tol=testing.IMPACT_TOL),
+        r"vmap-over-params step 1, params 0: leaf \[2\]",
     ),
     (TimeLimitInTerminated, testing.check_terminal_semantics, "must not fold into terminated"),
     (CachedReset, testing.check_fresh_resets, "start in the same state"),
