@@ -55,6 +55,7 @@ SKIPPED_CHECKS: dict[tuple[str, str], str] = {}
 #: Shadow Hand sphere's eager (op-by-op) MJX reset and step with the contact solver: 123 s on
 #: an AVX-512 2-core host (benchmarks/RESULTS.md section 30); an AVX2 host at load ~5 took
 #: 284 s for the eager reset alone and past 600 s with 4 steps (the check now takes 1).
+#: The cube's: 170-213 s on the AVX-512 host (RESULTS 34).
 LONG_CHECKS = {
     ("jit_matches_eager", "Manip-HandSphereRotate-v0"): 1800,
     ("jit_matches_eager", "Manip-HandCubeRotateZ-v0"): 1800,
@@ -83,7 +84,8 @@ EVERYDAY_CLASSES = frozenset(entry_point(i) or i for i in EVERYDAY_IDS)
 FULL_TIER_FAMILIES = {
     "manipulation": "MJX on 2 CPU cores: Manip-Reach-v0's contract takes minutes (each "
     "compile of its step 20-60 s; an eager step 30-120 s: MJX dispatched op by op); each "
-    "Shadow Hand id's 31-32 minutes (its vmap checks ~9 min each, compiling)",
+    "Shadow Hand id's 8-9 minutes of one core on an AVX-512 host (its eager check 150-200 "
+    "s, its vmap program 120 s; RESULTS 34)",
 }
 #: Families whose eager (``jax.disable_jit``) step costs minutes: jit_matches_eager compares
 #: the reset and ONE step there (``max_steps=2``: the step continues the episode, so the
