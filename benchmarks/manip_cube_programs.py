@@ -58,12 +58,14 @@ def main() -> None:
         batched, axes = params, None
         keys = jax.random.split(jax.random.key(0), n)
     batched = cast(batched)
-    every = jax.tree.map(  # lax.map needs every leaf batched
-        lambda ax, x: jnp.stack([x] * n) if ax is None else x,
-        axes if args.params else jax.tree.map(lambda _: None, params),
-        batched,
-        is_leaf=lambda x: x is None,
-    )
+    # lax.map needs every leaf batched: the unbatched ones stacked n times
+    if args.params:
+        every = jax.tree.map(
+            lambda ax, x: x if ax == 0 else jnp.stack([x] * n), axes, batched,
+            is_leaf=lambda x: x is None,
+        )  # fmt: skip
+    else:
+        every = jax.tree.map(lambda x: jnp.stack([x] * n), batched)
     _, state = jax.jit(jax.vmap(env.reset, in_axes=(0, axes)))(keys, batched)
     state = cast(state)
     vstep = jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, axes)))
