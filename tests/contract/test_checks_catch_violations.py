@@ -164,12 +164,24 @@ CASES = [
         functools.partial(testing.check_jit_matches_eager, num_steps=1, max_steps=2),
         r"step 1 \(eager vs jit\)",
     ),
+    # op-by-op dispatch (EAGER_STEP_SIZES's MJX setting): the env's own code runs concretely
+    (
+        TracedDiffersFromEager,
+        functools.partial(
+            testing.check_jit_matches_eager, num_steps=1, max_steps=2, eager="dispatch"
+        ),
+        r"step 1 \(eager vs jit\)",
+    ),
     (IgnoresParams, testing.check_vmap_params, "ignore the params"),
     # the contact envs' tolerance (test_env_contract.CONTACT_IDS) still sees the defect
     (
         TracedDiffersFromEager,
         functools.partial(
-            testing.check_jit_matches_eager, num_steps=1, max_steps=2, tol=testing.CONTACT_TOL
+            testing.check_jit_matches_eager,
+            num_steps=1,
+            max_steps=2,
+            tol=testing.CONTACT_TOL,
+            eager="dispatch",
         ),
         r"step 1 \(eager vs jit\)",
     ),
@@ -177,7 +189,11 @@ CASES = [
     (
         TracedDiffersFromEager,
         functools.partial(
-            testing.check_jit_matches_eager, num_steps=1, max_steps=2, tol=testing.IMPACT_TOL
+            testing.check_jit_matches_eager,
+            num_steps=1,
+            max_steps=2,
+            tol=testing.IMPACT_TOL,
+            eager="dispatch",
         ),
         r"step 1 \(eager vs jit\)",
     ),
@@ -214,3 +230,10 @@ def test_contract_checks__catch_their_violation(env_cls, check, match):
     env = env_cls()
     with pytest.raises(AssertionError, match=match):
         check(env, env.default_params, KEY)
+
+
+@pytest.mark.timeout(60)
+def test_check_jit_matches_eager__refuses_an_unknown_eager_mode():
+    env = PointMass()
+    with pytest.raises(ValueError, match="eager='trace': must be 'disable_jit' or 'dispatch'"):
+        testing.check_jit_matches_eager(env, env.default_params, KEY, eager="trace")

@@ -51,15 +51,10 @@ KNOWN_VIOLATIONS = {
 }
 #: (check, env id) -> reason: checks that cannot run on an env in the time a test has.
 SKIPPED_CHECKS: dict[tuple[str, str], str] = {}
-#: (check, env id) -> seconds: checks that need more than the suite's 600 s timeout. The
-#: Shadow Hand sphere's eager (op-by-op) MJX reset and step with the contact solver: 123 s on
-#: an AVX-512 2-core host (benchmarks/RESULTS.md section 30); an AVX2 host at load ~5 took
-#: 284 s for the eager reset alone and past 600 s with 4 steps (the check now takes 1).
-#: The cube's: 170-213 s on the AVX-512 host (RESULTS 34).
-LONG_CHECKS = {
-    ("jit_matches_eager", "Manip-HandSphereRotate-v0"): 1800,
-    ("jit_matches_eager", "Manip-HandCubeRotateZ-v0"): 1800,
-}
+#: (check, env id) -> seconds: checks that need more than the suite's 600 s timeout (none
+#: since the MJX eager checks run op by op, EAGER_STEP_SIZES: the Shadow Hand's took up to
+#: 200 s on an AVX-512 2-core host and past 600 s on a loaded AVX2 one under disable_jit).
+LONG_CHECKS: dict[tuple[str, str], int] = {}
 
 
 #: The everyday tier (``python -m pytest -m "not slow"``) runs every check on one env class
@@ -87,14 +82,16 @@ FULL_TIER_FAMILIES = {
     "Shadow Hand id's 8-9 minutes of one core on an AVX-512 host (its eager check 150-200 "
     "s, its vmap program 120 s; RESULTS 34)",
 }
-#: Families whose eager (``jax.disable_jit``) step costs minutes: jit_matches_eager compares
-#: the reset and ONE step there (``max_steps=2``: the step continues the episode, so the
-#: stepped state itself is compared; the in-step reset it selects against is the same
-#: ``reset_env`` the first comparison covers), instead of a reset and 4 steps through two
-#: auto-resets. Manip-Reach-v0 at load ~7: eager reset 43 s, eager step 117 s (79k
-#: primitive dispatches, mostly MJX's vmapped tree scans), so 1 step instead of 4 saves
-#: ~6 minutes. ``tests/contract/test_checks_catch_violations.py`` runs these sizes too.
-EAGER_STEP_SIZES = {"manipulation": {"num_steps": 1, "max_steps": 2}}
+#: Families whose eager (``jax.disable_jit``) step costs minutes: jit_matches_eager runs
+#: their eager side in JAX's op-by-op mode (``eager="dispatch"``: hordax's env code on
+#: concrete arrays, MJX's substep scan compiled as one unit) and compares the reset and ONE
+#: step (``max_steps=2``: the step continues the episode, so the stepped state itself is
+#: compared; the in-step reset it selects against is the same ``reset_env`` the first
+#: comparison covers), instead of a reset and 4 steps through two auto-resets. Under
+#: ``disable_jit`` MJX's scans run as ~80k Python-level dispatches per step: the check took
+#: 200 s (cube), 150 s (sphere), 129 s (Push), 62 s (Reach) on 2 cores (RESULTS 35).
+#: ``tests/contract/test_checks_catch_violations.py`` runs these settings too.
+EAGER_STEP_SIZES = {"manipulation": {"num_steps": 1, "max_steps": 2, "eager": "dispatch"}}
 #: Envs with contact physics: their batched-vs-single and jit-vs-eager float comparisons use
 #: ``testing.CONTACT_TOL`` (1e-3; stiff contacts amplify last-ulp differences between two
 #: XLA programs of the same step, measured up to 5.2e-5, see its docstring); every other
