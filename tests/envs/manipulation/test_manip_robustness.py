@@ -5,7 +5,9 @@ episode flags stay on schedule and the physics never goes non-finite
 (:func:`hordax.training.core.stress.extreme_action_run`).
 
 Reach runs 10^5 env steps here; the contact tasks, whose CPU steps are 25-300x slower, run
-4,096 here and 10^5 in ``benchmarks/extreme_actions.py`` (benchmarks/RESULTS.md section 24).
+4,096 (Push) and 1,024 (the hands) here and 10^5 in ``benchmarks/extreme_actions.py``
+(benchmarks/RESULTS.md section 24). A hand's 128 x 32 batch took 137 s (cube) of one core,
+half of it the run of the unoptimized test build (RESULTS 35).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import pytest
 import hordax
 from hordax.training.core import stress
 
-#: (envs, steps) per id: Reach 102,400 env steps (>= 10^5); the contact tasks 4,096
+#: (envs, steps) per id: Reach 102,400 env steps (>= 10^5); Push 4,096; the hands 1,024
 SIZES = {
     "Manip-Reach-v0": (1024, 100),
     "Manip-Push-v0": (128, 32),
-    "Manip-HandSphereRotate-v0": (128, 32),
-    "Manip-HandCubeRotateZ-v0": (128, 32),
+    "Manip-HandSphereRotate-v0": (32, 32),
+    "Manip-HandCubeRotateZ-v0": (32, 32),
 }
 
 
