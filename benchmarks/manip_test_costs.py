@@ -5,7 +5,8 @@
 Built as the tests build them (``jax_disable_most_optimizations``, as ``tests/conftest.py``
 sets for ``tests/envs`` and ``tests/contract``). Prints seconds:
 
-- ``step``: ``jax.jit(env.step)`` traced, lowered, compiled, and one run of it.
+- ``step``: ``jax.jit(env.step)`` traced, lowered, compiled, and its second run (the first
+  one warms up).
 - ``eager``: the env's un-jitted ``reset`` and two ``step`` calls in JAX's op-by-op mode (the
   contract's ``check_jit_matches_eager(eager="dispatch")``).
 - ``parts``: each part of the contract program (``hordax.testing``: trajectories, time
@@ -38,12 +39,15 @@ def main() -> None:
     ap.add_argument("--env", default="Manip-HandCubeRotateZ-v0")
     ap.add_argument("--what", default="step,eager,parts")
     args = ap.parse_args()
+    what = args.what.split(",")
+    unknown = sorted(set(what) - {"step", "eager", "parts"})
+    if unknown:
+        ap.error(f"--what={args.what}: unknown {unknown}; allowed: step, eager, parts")
     jax.config.update("jax_disable_most_optimizations", True)
     env, params = hordax.make(args.env)
     key = jax.random.key(0)
     _, state = jax.jit(env.reset)(key, params)
     action = env.action_space(params).sample(key)
-    what = args.what.split(",")
     print(f"{args.env} on {jax.devices()[0].device_kind}")
 
     if "step" in what:

@@ -77,10 +77,9 @@ EVERYDAY_IDS = frozenset(
 EVERYDAY_CLASSES = frozenset(entry_point(i) or i for i in EVERYDAY_IDS)
 #: Families whose contract runs in the full tier only (their own tests run every day).
 FULL_TIER_FAMILIES = {
-    "manipulation": "MJX on 2 CPU cores: Manip-Reach-v0's contract takes minutes (each "
-    "compile of its step 20-60 s; an eager step 30-120 s: MJX dispatched op by op); each "
-    "Shadow Hand id's 8-9 minutes of one core on an AVX-512 host (its eager check 150-200 "
-    "s, its vmap program 120 s; RESULTS 34)",
+    "manipulation": "MJX on 2 CPU cores: each id's contract takes minutes of one core on an "
+    "AVX-512 host (Reach 164 s, Push 213 s, the sphere 326 s, the cube 437 s; the cube's vmap "
+    "program 138 s, its op-by-op eager check 70 s; RESULTS 35)",
 }
 #: Families whose eager (``jax.disable_jit``) step costs minutes: jit_matches_eager runs
 #: their eager side in JAX's op-by-op mode (``eager="dispatch"``: hordax's env code on

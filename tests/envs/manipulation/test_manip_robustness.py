@@ -6,8 +6,8 @@ episode flags stay on schedule and the physics never goes non-finite
 
 Reach runs 10^5 env steps here; the contact tasks, whose CPU steps are 25-300x slower, run
 4,096 (Push) and 1,024 (the hands) here and 10^5 in ``benchmarks/extreme_actions.py``
-(benchmarks/RESULTS.md section 24). A hand's 128 x 32 batch took 137 s (cube) of one core,
-half of it the run of the unoptimized test build (RESULTS 35).
+(benchmarks/RESULTS.md section 24). The cube's 128 x 32 batch took 137 s of one core here,
+its 32 x 32 one 71 s (RESULTS 35).
 """
 
 from __future__ import annotations
