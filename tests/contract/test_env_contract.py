@@ -165,7 +165,8 @@ def test_contract__determinism(env_id):
 @pytest.mark.parametrize("env_id", _ids("jit_matches_eager", ALL_IDS))
 def test_contract__jit_matches_eager(env_id):
     """Jitted reset/step equal the eager ones under jax.disable_jit (atol 1e-5), incl. reset
-    (4 steps through two auto-resets; 1 step for the families of EAGER_STEP_SIZES)."""
+    (4 steps through two auto-resets). The families of EAGER_STEP_SIZES compare 1 step, eager
+    in JAX's op-by-op mode; contact envs at CONTACT_TOL or IMPACT_TOL (``_tol``)."""
     sizes = EAGER_STEP_SIZES.get(_family(env_id), {})
     testing.check_jit_matches_eager(*_make(env_id), KEY, tol=_tol(env_id), **sizes)
 
@@ -200,7 +201,8 @@ def test_contract__fresh_resets(env_id):
 @pytest.mark.parametrize("env_id", _ids("batch_resets", ALL_IDS))
 def test_contract__batch_resets(env_id):
     """VecEnv(4 envs, reset_pool=1) over 8 steps with max_steps=3 (every env truncates at
-    once: overflow rounds) equals in-step resets exactly; the burst's starts differ."""
+    once: overflow rounds) equals in-step resets (floats to 1e-5; contact envs at ``_tol``);
+    the burst's starts differ."""
     testing.check_batch_resets(*_make(env_id), KEY, tol=_tol(env_id))
 
 

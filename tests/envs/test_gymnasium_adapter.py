@@ -35,8 +35,8 @@ def test_gymnasium_env__truncates_at_the_time_limit_without_auto_reset():
 
 
 def test_vector_env__same_step_autoreset_and_final_obs():
-    """Where an episode ended, obs is a fresh first observation and info['final_obs'] holds the
-    true last one (equal to a single env stepped with the same actions)."""
+    """Where an episode ended, obs is a fresh first observation (a new goal, at rest) and
+    info['final_obs'] holds the true last one (the ended episode's goal, a pushed velocity)."""
     venv = to_gymnasium(
         "Debug-PointMass-v0", num_envs=3, seed=1, max_steps_in_episode=4, goal_radius=1e-6
     )
@@ -117,7 +117,9 @@ def _layout(info):
 
 def test_vector_env__matches_sync_vector_env_same_step():
     """Against gymnasium's SyncVectorEnv(SAME_STEP) of single envs, step by step: the same
-    info layout (final_obs / final_info and every _mask), flags, reset_mask and seed rules."""
+    info layout (final_obs / final_info and every _mask), flags and reset_mask behaviour.
+    Values are not compared: the vector env draws env i's keys from seed i differently
+    from a single GymnasiumEnv (both reproducible per seed)."""
     n = 3
     ours = GymnasiumVectorEnv("Debug-PointMass-v0", n, **POINT)
     ref = gymnasium.vector.SyncVectorEnv(

@@ -24,7 +24,7 @@ def test_pettingzoo__parallel_seed_test_passes():
     parallel_seed_test(_make)
 
 
-def test_pettingzoo__dicts_match_the_stacked_env_and_time_limit_truncates_all():
+def test_pettingzoo__agent_dicts_and_the_time_limit_truncates_all():
     env = _make()
     obs, infos = env.reset(seed=3)
     assert env.agents == ["agent_0", "agent_1", "agent_2"] and set(obs) == set(env.agents)

@@ -283,6 +283,7 @@ def test_nan_and_inf_actions_act_as_home_and_bounds_and_keep_the_state_finite():
     _, b, _, _, _, _ = _rollout(SPHERE, jax.random.key(1), same)
     np.testing.assert_array_equal(np.asarray(a[:3]), np.asarray(b[:3]))
     assert np.all(np.isfinite(np.asarray(a))) and np.all(np.isfinite(np.asarray(va)))
+    assert not np.asarray(term).any()  # not dropped
 
 
 @pytest.mark.slow
@@ -360,6 +361,9 @@ def test_domain_randomization_params_reach_the_device_model():
     np.testing.assert_allclose(mx.geom_friction[:, 0], base.geom_friction[:, 0] * 0.8, rtol=1e-6)
     others = np.arange(env.model.nbody) != b
     np.testing.assert_array_equal(mx.body_mass[others], base.body_mass[others])
+    np.testing.assert_array_equal(mx.body_inertia[others], base.body_inertia[others])
+    other_geoms = np.asarray(env.model.geom_bodyid) != b
+    np.testing.assert_array_equal(mx.geom_size[other_geoms], base.geom_size[other_geoms])
     np.testing.assert_array_equal(mx.geom_friction[:, 1:], base.geom_friction[:, 1:])
     sizes = jnp.array([0.9, 1.0, 1.2], jnp.float32)
     batch = jax.vmap(lambda s: env.sim_model(params.replace(object_size_scale=s)).geom_size)(sizes)

@@ -13,7 +13,6 @@ its 32 x 32 one 71 s (RESULTS 35).
 from __future__ import annotations
 
 import jax
-import numpy as np
 import pytest
 
 import hordax
@@ -40,9 +39,9 @@ def test_extreme_actions_never_leave_a_nonfinite_value_in_the_batch(env_id):
     assert stress.failures(first, out) == []
     # Clipped joint targets never drive the physics non-finite (the guard never fires).
     assert int(out["nonfinite"].sum()) == 0
+    # Truncation on each env's own schedule is in `failures` (trunc_on_schedule); the
+    # contact tasks' terminations (drops) are whatever the extreme actions cause.
     max_steps = int(params.max_steps_in_episode)
-    if env_id == "Manip-Reach-v0":  # no other termination: every env truncates on schedule
+    assert int(out["truncated"].sum()) == num_envs * (num_steps // max_steps)
+    if env_id == "Manip-Reach-v0":  # no termination: nothing to drop
         assert int(out["terminated"].sum()) == 0
-        assert int(out["truncated"].sum()) == num_envs * (num_steps // max_steps)
-    else:  # drops / a cube leaving the workspace end episodes; the flags add up
-        assert np.all(out["terminated"] + out["truncated"] <= num_envs)

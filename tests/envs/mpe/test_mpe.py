@@ -127,9 +127,9 @@ def test_params__bad_values_and_options_name_the_field():
 
 
 def test_physics__overlapping_agents_and_speed_caps():
-    """Two agents on the same point get no contact force from each other (PettingZoo divides
-    by their distance and gives NaN: the one case where hordax differs); contact forces
-    never push a capped agent past its max speed."""
+    """Two agents on the same point keep obs, positions, velocities and rewards finite
+    (PettingZoo divides by their distance and gives NaN: the one case where hordax differs);
+    contact forces never push a capped agent past its max speed."""
     env = SimpleTag(num_good=1, num_adversaries=3, num_obstacles=2)
     params = env.default_params
     pos = jnp.array([[0.3, 0.3], [0.3, 0.3], [0.32, 0.3], [0.31, 0.29]])
