@@ -466,10 +466,12 @@ def _concat(trees: list) -> Any:
 # :func:`_contract_data` traces, compiles and runs ONE program per (env, params, key, sizes)
 # that computes everything the checks read: a random-action trajectory batched with the
 # NaN/inf-action ones, the time-limit records, the vmapped steps over states and over params,
-# the batch layer's pooled resets, and one un-vmapped reference stepper (a ``lax.map`` over
-# slots) that the vmap and batch checks compare against. The checks then read its outputs
-# on the host; the newest few results are kept, so a suite that runs an env's checks one
-# after the other computes them once.
+# the batch layer's pooled resets, and the inputs of the un-vmapped reference that the vmap
+# and batch checks compare against. That reference is the env's own jitted ``reset``/``step``
+# called per slot on the host (:func:`_reference`): the programs users call, which the eager
+# check compiles anyway, instead of one more copy of the step in this program. The checks
+# then read the outputs on the host; the newest few results are kept, so a suite that runs
+# an env's checks one after the other computes them once.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -641,37 +643,74 @@ def _batches(env: Any, sizes: _Sizes, flags: _Flags, params: Any, key: jax.Array
         )  # (state0, keys, actions, outputs)
         b_keys = jax.vmap(lambda k: jax.random.split(jax.random.split(k)[1], nb))(out["batch"][1])
 
-    # The un-vmapped reference: slots = vmap slots (2N), then the batch slots; each slot
-    # steps alone (lax.map: the step's code sees one env, unbatched).
+    # The un-vmapped reference's inputs: slots = vmap slots (2N), then the batch slots. The
+    # reference itself is the env's own jitted reset/step, one call per slot and step, run
+    # on the host by :func:`_reference` (not a copy of the step inside this program).
     Tr = max(sizes.vmap_steps, sizes.batch_steps if nb else 0)
     pad = lambda x, n: jnp.concatenate([x, jnp.repeat(x[-1:], Tr - n, 0)]) if Tr > n else x  # noqa: E731
     pad_tree = lambda t, n: jax.tree.map(lambda x: pad(x, n), t)  # noqa: E731
-    r_params = _stack([*instances] + ([p_batch] * nb if nb else []))
-    r_obs0, r_state0 = jax.lax.map(
-        lambda a: env.reset(a[0], a[1]),
-        (v_reset_keys, jax.tree.map(lambda x: x[: 2 * N], r_params)),
-    )
     r_keys = [pad(v_keys, len(steps))]
     r_actions = [pad_tree(v_actions, len(steps))]
-    init = r_state0
     if nb:
-        state0_b, _, actions_b, _ = out["batch"]
         r_keys.append(pad(b_keys, sizes.batch_steps))
-        r_actions.append(pad_tree(actions_b, sizes.batch_steps))
-        init = _concat([r_state0, state0_b])
-    r_keys = jnp.concatenate(r_keys, axis=1)
-    r_actions = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *r_actions)
-
-    def r_body(states, xs):
-        keys_t, actions_t = xs
-        o = jax.lax.map(
-            lambda a: env.step(a[0], a[1], a[2], a[3]), (keys_t, states, actions_t, r_params)
-        )
-        return o[1], o
-
-    _, r_outs = jax.lax.scan(r_body, init, (r_keys, r_actions))
-    out["reference"] = {"reset": (r_obs0, r_state0), "steps": r_outs, "actions": r_actions}
+        r_actions.append(pad_tree(out["batch"][2], sizes.batch_steps))
+    out["reference_in"] = {
+        "params": _stack([*instances] + ([p_batch] * nb if nb else [])),
+        "reset_keys": v_reset_keys,
+        "keys": jnp.concatenate(r_keys, axis=1),
+        "actions": jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *r_actions),
+    }
     return out
+
+
+def _params_like(params: Any, values: Any) -> Any:
+    """``params`` with each leaf's value taken from ``values`` (the same tree, host arrays),
+    keeping the leaf's kind: a Python scalar stays a Python scalar (weakly typed under jit),
+    an array keeps its dtype. A jitted function then sees the avals of ``params`` and reuses
+    the program it compiled for them."""
+
+    def like(orig: Any, new: Any) -> Any:
+        if isinstance(orig, (bool, int, float)):
+            return type(orig)(np.asarray(new).item())
+        if isinstance(orig, jax.Array) and orig.weak_type and np.ndim(new) == 0:
+            return jnp.asarray(np.asarray(new).item(), orig.dtype)
+        return np.asarray(new, dtype=orig.dtype) if hasattr(orig, "dtype") else new
+
+    return jax.tree.map(like, params, values)
+
+
+def _reference(env: Any, params: Any, data: dict) -> dict:
+    """The vmap part's un-vmapped reference: every slot stepped alone by the env's own
+    jitted ``reset``/``step`` (the programs users call, also compiled by
+    :func:`check_jit_matches_eager`), one host call per slot and step, on the keys and
+    actions of ``data["reference_in"]``. The vmap slots start from ``reset``, the batch slots
+    from the batch's reset state. Leaves ``[T, S, ...]``, as the vmapped outputs."""
+    ref_in = data["reference_in"]
+    keys = ref_in["keys"]
+    num_steps, num_slots = keys.shape[:2]
+    num_vmap = ref_in["reset_keys"].shape[0]
+    slot_params = [_params_like(params, _slot(ref_in["params"], i)) for i in range(num_slots)]
+    resets = [env.reset(ref_in["reset_keys"][i], slot_params[i]) for i in range(num_vmap)]
+    states = [s for _, s in resets]
+    if num_slots > num_vmap:
+        states += [_slot(data["batch"][0], i) for i in range(num_slots - num_vmap)]
+    steps = []
+    for t in range(num_steps):
+        row = []
+        for i in range(num_slots):
+            action = jax.tree.map(lambda x: x[t, i], ref_in["actions"])  # noqa: B023
+            row.append(env.step(keys[t, i], states[i], action, slot_params[i]))
+            states[i] = row[-1][1]
+        steps.append(row)
+    stack = lambda trees: jax.tree.map(  # noqa: E731
+        lambda *xs: jnp.stack(xs) if _is_key(xs[0]) else np.stack(xs), *trees
+    )
+    resets, steps = jax.device_get((resets, steps))
+    return {
+        "reset": stack(resets),
+        "steps": stack([stack(row) for row in steps]),
+        "actions": ref_in["actions"],
+    }
 
 
 #: The program's parts: what computes them and which sizes they depend on.
@@ -708,6 +747,8 @@ def _contract_data(env: Any, params: Any, key: jax.Array, part: str, **sizes: An
         _DATA.move_to_end(cache_key)
         return _DATA[cache_key][2]
     data = jax.device_get(_compiled_part(env, part, sz, flags)(params, key))
+    if part == "vmap":
+        data["reference"] = _reference(env, params, data)
     _DATA[cache_key] = (env, params, data)  # the objects keep their ids valid
     while len(_DATA) > _DATA_KEPT:
         _DATA.popitem(last=False)
@@ -1088,9 +1129,10 @@ def check_vmap_states(
     (floats within 1e-5; ``tol``: other ``rtol``/``atol``, see :data:`CONTACT_TOL`).
 
     ``max_steps_in_episode=max_steps`` < ``num_steps`` puts an auto-reset inside the batch.
-    The separate calls are the contract program's un-vmapped reference (a ``lax.map`` over
-    the envs: the step's code sees one env). The contract program vmaps these slots together
-    with :func:`check_vmap_params`' slots, so here params are batched (equal in every slot);
+    The separate calls are the env's own jitted ``reset``/``step``, one call per env and
+    step (:func:`_reference`: the step's code sees one env). The contract program vmaps
+    these slots together with :func:`check_vmap_params`' slots, so here params are batched
+    (equal in every slot);
     ``vmap`` over states with one *shared* (unbatched) params, as the trainers run it, is
     compared with the same reference by :func:`check_batch_resets` (``VecEnv``).
     """
@@ -1377,7 +1419,7 @@ def check_batch_resets(
     ``env.agent_mask`` of the slot's returned state) equals one ``env.step`` per slot on the
     slot's key (floats to
     1e-5: the two programs may fuse float arithmetic differently; the random draws are the
-    same; the per-slot steps are the contract program's un-vmapped reference); some step
+    same; the per-slot steps are the env's own jitted ``step``, :func:`_reference`); some step
     ended more than ``reset_pool`` episodes; and (``env.random_reset``) the slots reset on
     that step did not all start alike.
     """
