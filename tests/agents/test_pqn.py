@@ -178,24 +178,38 @@ def test_cli__pqn_runs_checkpoints_and_resumes(tmp_path):
 @pytest.mark.slow
 def test_pqn__population_member_equals_single_run():
     """vmapped init/chunk over members with per-member learning rates: member i computes
-    what a separate run with that seed and learning rate computes."""
+    what a separate run with that seed and that learning rate *in its config* computes (so
+    a population that ignored its per-member rates would fail: the rates differ 100x)."""
     from hordax.training.trainers.population import PopulationTrainer
 
-    acfg = PQNConfig(num_minibatches=2, num_epochs=1)
     tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=48, num_chunks=1)
-    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
     env, params = make("CartPole-v1")
-    trainer = PQNTrainer(tcfg, acfg, env, params, resolved)
-    population = PopulationTrainer(trainer, 2, 3, {"learning_rate": [1e-4, 1e-2]})
+    rates = [1e-4, 1e-2]
+
+    def trainer_with(lr):
+        acfg = PQNConfig(num_minibatches=2, num_epochs=1, learning_rate=lr)
+        resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
+        return PQNTrainer(tcfg, acfg, env, params, resolved), resolved.num_updates
+
+    trainer, num_updates = trainer_with(rates[0])
+    population = PopulationTrainer(trainer, 2, 3, {"learning_rate": rates})
     state = population.init(population.init_key(3))
-    state, _ = population.run_chunk(state, resolved.num_updates)
-    np.testing.assert_allclose(state.agent.hparams["learning_rate"], [1e-4, 1e-2])
-    single = trainer.init(jax.random.key(4))
-    single = single.replace(
-        agent=single.agent.replace(hparams={**single.agent.hparams, "learning_rate": 1e-2})
-    )
-    single, _ = trainer.run_chunk(single, resolved.num_updates)
-    for a, b in zip(
-        jax.tree.leaves(single.agent.params), jax.tree.leaves(state.agent.params), strict=True
-    ):
-        np.testing.assert_allclose(a, b[1], rtol=2e-4, atol=2e-5)
+    state, _ = population.run_chunk(state, num_updates)
+    np.testing.assert_allclose(state.agent.hparams["learning_rate"], rates)
+    moved = []
+    for i, lr in enumerate(rates):
+        single_trainer, _ = trainer_with(lr)
+        init = single_trainer.init(jax.random.key(3 + i))
+        single, _ = single_trainer.run_chunk(init, num_updates)
+        pairs = zip(
+            jax.tree.leaves(single.agent.params), jax.tree.leaves(state.agent.params), strict=True
+        )
+        for a, b in pairs:
+            np.testing.assert_allclose(a, b[i], rtol=2e-4, atol=2e-5)
+        delta = jax.tree.map(
+            lambda x, y: np.abs(np.asarray(x) - np.asarray(y)).max(),
+            single.agent.params,
+            init.agent.params,
+        )
+        moved.append(max(jax.tree.leaves(delta)))
+    assert moved[1] > 10 * moved[0], moved  # the larger rate moved the weights further
