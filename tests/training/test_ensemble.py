@@ -165,6 +165,8 @@ def test_evaluator__vote_follows_the_majority_and_rolling_starts_with_initial():
     env, params, members, evaluate = _cartpole()
     out = jax.device_get(evaluate(jax.random.key(0), jnp.full((3,), 1 / 3), jnp.int32(1), 100))
     reward, alive = out["reward"], out["alive"]
+    # The pushes tell the members apart (else the equalities below would hold for any run).
+    assert not np.array_equal(alive[:, 0], alive[:, 1])
     # The vote (run 3) acts like members 0 and 2 at every step: the same trajectory.
     np.testing.assert_array_equal(reward[:, 3], reward[:, 0])
     np.testing.assert_array_equal(alive[:, 3], alive[:, 0])
