@@ -524,8 +524,8 @@ def _compose_train(overrides: list[str], extra: list[str]) -> Any:
 def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
     """Where the run saved in ``run_dir`` (its ``config.yaml``) differs from the config
     ``overrides`` compose to now, on the keys that make a run what it is (the checkpoint's
-    ``COMPAT_KEYS``: env, agent, trainer, population, seed): ``key=SAVED -> NOW`` strings,
-    ``[]`` if none. Equal overrides compose to another config when a tuned file or a
+    ``COMPAT_KEYS``: env, agent, trainer, population, curriculum, seed): ``key=SAVED -> NOW``
+    strings, ``[]`` if none. Equal overrides compose to another config when a tuned file or a
     default changed since the run; ``hordax suite`` must not reuse such a run. An option
     hordax added since the run, at its default now, is no change."""
     from omegaconf import OmegaConf

@@ -363,7 +363,7 @@ def test_resume__falls_back_past_corrupt_and_foreign_checkpoints(uninterrupted, 
 @pytest.mark.timeout(900)
 @pytest.mark.slow
 def test_resume__incompatible_config_names_the_difference(uninterrupted):
-    """Another network width or another chunking is refused, naming key and both values; a
+    """Another network width, chunking or curriculum is refused, naming key and both values; a
     key the checkpoint lacks (an option added since) is no change while at its default."""
     run_dir = Path(uninterrupted["run_dir"])
     config = (run_dir / "config.yaml").read_text()
@@ -371,6 +371,7 @@ def test_resume__incompatible_config_names_the_difference(uninterrupted):
         ("agent.network.hidden_sizes=[32,32]", "agent.network.hidden_sizes=[16] in the "
          "checkpoint, [32, 32] now"),
         ("trainer.num_chunks=4", f"trainer.num_chunks={N} in the checkpoint, 4 now"),
+        ("curriculum.max_level=8", "curriculum.max_level=16 in the checkpoint, 8 now"),
     ]:  # fmt: skip
         proc = _cli([f"resume={run_dir}", override], run_dir.parent, check=False)
         assert proc.returncode == 2 and named in proc.stderr, proc.stderr[-2000:]

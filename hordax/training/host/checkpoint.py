@@ -43,8 +43,9 @@ from hordax.training.host.rundir import fault_point
 
 #: Config keys that must be equal for a checkpoint to continue a run (dotted paths into the
 #: resolved TrainConfig as a dict). Logging, progress and checkpoint cadence may change;
-#: ``trainer.num_chunks`` may not: a checkpoint counts chunks of the run's chunk size.
-COMPAT_KEYS = ("env", "agent", "trainer", "population", "seed")
+#: ``trainer.num_chunks`` may not: a checkpoint counts chunks of the run's chunk size; nor
+#: may the curriculum's rule and levels, which set the env the next chunks train on.
+COMPAT_KEYS = ("env", "agent", "trainer", "population", "curriculum", "seed")
 #: Compared only when the checkpoint records them (older hordax versions did not).
 _COMPAT_IF_RECORDED = ("trainer.num_chunks",)
 
