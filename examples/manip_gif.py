@@ -19,7 +19,6 @@ import tempfile
 
 from hordax.training.cli import train_in_process
 from hordax.training.evaluation import EvalConfig, run_eval
-from hordax.training.host.rundir import RunDirError, check_free
 
 
 def main() -> None:
@@ -35,10 +34,6 @@ def main() -> None:
     run_dir = args.run
     if not run_dir:
         run_dir = args.run_dir or tempfile.mkdtemp(prefix="hordax-reach-")
-        try:  # never replace a user's run
-            check_free(run_dir, overwrite=False, key="--run-dir")
-        except RunDirError as e:
-            ap.error(f"{str(e).split(';')[0]}; choose another one, or render it with --run")
         overrides = [
             "env=Manip-Reach-v0",
             "agent=ppo",

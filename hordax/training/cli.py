@@ -428,7 +428,7 @@ def _train_task(dict_cfg) -> None:
     except ValueError as e:  # e.g. curriculum.field not in the env's params
         _fail(str(e), run_dir=own_dir)
     try:
-        summary = train_and_log(cfg, env, env_params, resolved, hooks, dir_checked=True)
+        summary = train_and_log(cfg, env, env_params, resolved, hooks)
     except NoCheckpointError as e:
         _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
               f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
@@ -575,7 +575,7 @@ def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -
         write_atomic(os.path.join(run_dir, "config.yaml"), config)
         write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
     hooks = train_hooks(cfg, env, env_params, resolved)
-    return train_and_log(cfg, env, env_params, resolved, hooks, dir_checked=True)
+    return train_and_log(cfg, env, env_params, resolved, hooks)
 
 
 def _suite_task(dict_cfg) -> None:

@@ -153,34 +153,6 @@ def test_greedy_policy__normalizes_like_the_wrapper():
     np.testing.assert_allclose(seen["obs"][0], wrapper._normalize(obs, stats), rtol=1e-6)
 
 
-def test_load_members__actor_stats_of_an_agent_that_also_normalized_critic_observations(
-    tmp_path,
-):
-    """A PPO population with critic_obs and normalize_obs saves obs_stats as {"actor",
-    "critic"}: the members act on the actor's statistics, as hordax eval's policy reads them
-    (this load raised KeyError 'mean' at the end of such an ensemble run)."""
-    from flax import serialization
-
-    from hordax.training.ensemble.members import load_members
-    from hordax.training.evaluation.policy import _as_members
-
-    rng = np.random.default_rng(0)
-    actor = {"mean": rng.normal(size=(2, 3)), "var": rng.random((2, 3)), "count": np.ones(2)}
-    critic = {"mean": rng.normal(size=(2, 5)), "var": rng.random((2, 5)), "count": np.ones(2)}
-    saved = {
-        "params": {"w": rng.normal(size=(2, 3, 4))},
-        "normalizer": {"obs_stats": {"actor": actor, "critic": critic}},
-    }
-    path = tmp_path / "params.msgpack"
-    path.write_bytes(serialization.msgpack_serialize(saved))
-    members = load_members(str(path))
-    assert set(members.obs_stats) == {"mean", "var"}
-    np.testing.assert_array_equal(members.obs_stats["mean"], actor["mean"])
-    np.testing.assert_array_equal(members.obs_stats["var"], actor["var"])
-    evaluated = _as_members(saved, stacked=True)
-    np.testing.assert_array_equal(evaluated.obs_stats["mean"], members.obs_stats["mean"])
-
-
 @functools.cache
 def _cartpole():
     env, params, agent = _agent("CartPole-v1")

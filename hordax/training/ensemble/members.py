@@ -55,22 +55,11 @@ class MixedMembers:
         return [a for a, m in self.groups for _ in range(m.size)]
 
 
-def actor_obs_stats(saved: dict) -> dict | None:
-    """``{"mean", "var"}`` of the observations the actor of a saved agent normalizes with
-    (``None`` without ``normalize_obs``): ``saved["normalizer"]["obs_stats"]`` as a live
-    ``RunningStats`` or its state dict, its ``"actor"`` part when the agent also normalized
-    critic observations (``critic_obs``)."""
-    stats = (saved.get("normalizer") or {}).get("obs_stats")
-    if stats is None:
-        return None
-    stats = serialization.to_state_dict(stats)
-    if "actor" in stats:  # {"actor", "critic"}: the actor acts
-        stats = stats["actor"]
-    return {"mean": stats["mean"], "var": stats["var"]}
-
-
 def _members_of(saved: dict) -> Members:
-    return Members(saved["params"], actor_obs_stats(saved))
+    stats = (saved.get("normalizer") or {}).get("obs_stats")
+    if stats is not None:
+        stats = {"mean": stats["mean"], "var": stats["var"]}
+    return Members(saved["params"], stats)
 
 
 def load_members(path: str, algorithms: list[str] | None = None) -> Members | MixedMembers:

@@ -23,7 +23,6 @@ goes into the checkpoint with the train state; see ``docs/training.md``).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -41,7 +40,7 @@ from hordax.training.host.checkpoint import Checkpointer
 from hordax.training.host.logging import make_logger
 from hordax.training.host.pql_parallel import ParallelDriver
 from hordax.training.host.programs import JitDriver
-from hordax.training.host.rundir import check_free, clear, fault_point, open_metrics, write_atomic
+from hordax.training.host.rundir import fault_point, open_metrics, write_atomic
 from hordax.training.trainers import make_trainer
 
 #: How the host runs a trainer, by the trainer's ``driver`` attribute.
@@ -72,39 +71,16 @@ def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0, enabled: 
     )
 
 
-def _timing_of_finished_run(run_dir: str | None) -> dict:
-    """``wall_s``, ``compile_s`` and ``sps`` of the run's own ``summary.json`` (the process
-    that trained it), or ``sps`` NaN when there is none: a resumed run that had nothing left
-    to train must not report this process's throughput (0 steps) as the run's."""
-    path = os.path.join(run_dir, "summary.json") if run_dir else ""
-    try:
-        with open(path) as f:
-            old = json.load(f)
-    except (OSError, ValueError):
-        return {"sps": math.nan}
-    keys = ("wall_s", "compile_s", "sps")
-    return {k: old[k] for k in keys if k in old} if "sps" in old else {"sps": math.nan}
-
-
 def train_and_log(
     cfg: TrainConfig,
     env: Any,
     env_params: Any,
     resolved: Resolved,
     hooks: tuple[ChunkHook, ...] = (),
-    dir_checked: bool = False,
 ) -> dict:
     """Train with progress, NaN guard, checkpoints and files; return the summary dict.
 
-    A fresh run (no ``cfg.resume``) into a ``cfg.run_dir`` that already holds a run is
-    refused unless ``cfg.overwrite``, which removes that run's files first
-    (:func:`~hordax.training.host.rundir.check_free`, :func:`~hordax.training.host.rundir.clear`):
-    a finished run is never replaced silently. ``dir_checked``: the caller did both already
-    and wrote the run's own ``config.yaml`` (the CLI).
-
     Raises:
-        RunDirError: ``cfg.run_dir`` holds a run and neither ``cfg.resume`` nor
-            ``cfg.overwrite`` is set.
         NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
         CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint,
             or a fresh run finds another run's checkpoints in ``run_dir``.
@@ -117,10 +93,6 @@ def train_and_log(
         )
     run_dir = cfg.run_dir or None
     primary = sharding.is_primary()
-    if run_dir and not cfg.resume and not dir_checked and primary:
-        check_free(run_dir, cfg.overwrite, key="run_dir")
-        if cfg.overwrite:  # the old run goes first: nothing of it mixes with this one
-            clear(run_dir)
     trainer = make_trainer(cfg, env, env_params, resolved)
     size = trainer.members
     t_start = time.perf_counter()
@@ -225,8 +197,6 @@ def train_and_log(
         "resumed_from_chunk": start_chunk if cfg.resume else None,
         "run_dir": run_dir,
     }
-    if ran_steps == 0:  # resumed after its last chunk: this process trained nothing
-        summary.update(_timing_of_finished_run(run_dir))
     summary.update(trainer.summary(saved, row))
     summary.update(driver.summary)
     for hook in hooks:  # e.g. the curriculum's level, the last evaluation
