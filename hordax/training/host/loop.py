@@ -2,7 +2,10 @@
 parallel mode) is compiled, run chunk by chunk, guarded, checkpointed, logged and
 summarized here.
 
-Files in ``run_dir`` (when set): ``config.yaml`` (resolved config, written by the CLI),
+Files in ``run_dir`` (when set): a fresh run first claims the directory
+(:func:`hordax.training.host.rundir.claim`: refused if it holds a run unless
+``overwrite=true``, which removes that run's files first), then writes the caller's
+``files`` (the CLI's ``config.yaml``, the resolved config, and ``overrides.json``);
 ``metrics.jsonl`` (one JSON line per chunk), ``checkpoints/`` (orbax, every
 ``checkpoint.every`` chunks, the newest ``checkpoint.keep`` kept; see
 :mod:`hordax.training.host.checkpoint`), ``params.msgpack`` (final agent parameters and
@@ -40,7 +43,13 @@ from hordax.training.host.checkpoint import Checkpointer
 from hordax.training.host.logging import make_logger
 from hordax.training.host.pql_parallel import ParallelDriver
 from hordax.training.host.programs import JitDriver
-from hordax.training.host.rundir import fault_point, open_metrics, write_atomic
+from hordax.training.host.rundir import (
+    RunDirError,
+    claim,
+    fault_point,
+    open_metrics,
+    write_atomic,
+)
 from hordax.training.trainers import make_trainer
 
 #: How the host runs a trainer, by the trainer's ``driver`` attribute.
@@ -71,16 +80,41 @@ def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0, enabled: 
     )
 
 
+def _claim_run_dir(
+    run_dir: str, overwrite: bool, files: dict[str, str] | None, primary: bool
+) -> None:
+    """Process 0 claims a fresh run's directory (:func:`~hordax.training.host.rundir.claim`);
+    every process then raises its refusal or goes on once the old run's files are gone (in a
+    multi-process run a collective: no process opens the checkpoints before that)."""
+    error = ""
+    if primary:
+        try:
+            claim(run_dir, overwrite, files)
+        except RunDirError as e:
+            error = str(e)
+    error = sharding.primary_str(error)
+    if error:
+        raise RunDirError(error)
+
+
 def train_and_log(
     cfg: TrainConfig,
     env: Any,
     env_params: Any,
     resolved: Resolved,
     hooks: tuple[ChunkHook, ...] = (),
+    files: dict[str, str] | None = None,
 ) -> dict:
     """Train with progress, NaN guard, checkpoints and files; return the summary dict.
 
+    A fresh run (``cfg.resume`` unset) claims ``cfg.run_dir`` first: a directory that holds
+    a run is refused unless ``cfg.overwrite``, which removes that run's files; then
+    ``files`` (name -> text: the CLI's ``config.yaml`` and ``overrides.json``) are written
+    into it. A resumed run keeps its directory's files.
+
     Raises:
+        RunDirError: a fresh run's ``run_dir`` holds a run and ``cfg.overwrite`` is false
+            (the message names the directory and ``overwrite=true``; nothing is touched).
         NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
         CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint,
             or a fresh run finds another run's checkpoints in ``run_dir``.
@@ -97,6 +131,8 @@ def train_and_log(
     size = trainer.members
     t_start = time.perf_counter()
     driver = DRIVERS[trainer.driver](cfg, trainer)
+    if run_dir and not cfg.resume:
+        _claim_run_dir(run_dir, cfg.overwrite, files, primary)
 
     # --- fresh start or resume ----------------------------------------------------------
     ckpt = None
