@@ -304,7 +304,10 @@ def test_run_dir__reuse_is_refused_overwrite_replaces_and_resume_never_mixes(
     resumed = _cli([f"resume={run_dir}"], tmp_path)
     assert resumed["resumed_from_chunk"] == 4 and resumed["env_steps"] == 8 * 32 * 4
     assert resumed["params_checksum"] == replaced["params_checksum"]
-    assert resumed["sps"] == 0.0  # nothing left to run (no negative rates)
+    # Nothing left to run: the finished run's timings stay (no zero or negative rates).
+    assert [resumed[k] for k in ("wall_s", "compile_s", "sps")] == [
+        replaced[k] for k in ("wall_s", "compile_s", "sps")
+    ]
 
 
 def _tiny(run_dir: Path, seed: int, **kw) -> TrainConfig:
@@ -371,6 +374,31 @@ def test_train_and_log__refuses_a_finished_run_overwrite_replaces_resume_continu
     assert resumed["params_checksum"] == second["params_checksum"]
     assert [r["chunk"] for r in _rows(run_dir)] == [0, 1]
     assert (run_dir / "config.yaml").read_text() == "seed: 1\n"  # kept by the resume
+
+
+@pytest.mark.timeout(300)
+def test_resume_after_the_last_chunk__keeps_the_finished_runs_timings(tmp_path):
+    """A resume with nothing left to run trains nothing in its process: a finished run keeps
+    its summary's wall_s, compile_s and sps (not 0.0 and the new process's compile);
+    stopped while writing its final files (no summary.json), its last row's rate."""
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+
+    def train(**kw):
+        cfg = _tiny(run_dir, 0, checkpoint=ckpt, **kw)
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    done = train()
+    again = train(resume=str(run_dir))
+    assert again["resumed_from_chunk"] == 2
+    assert again["params_checksum"] == done["params_checksum"]
+    timings = ("wall_s", "compile_s", "sps")
+    assert {k: again[k] for k in timings} == {k: done[k] for k in timings}
+    assert json.loads((run_dir / "summary.json").read_text()) == again
+    (run_dir / "summary.json").unlink()
+    last = train(resume=str(run_dir))
+    assert last["sps"] == round(_rows(run_dir)[-1]["sps"], 1) > 0
 
 
 def _set_run_id(step_dir: Path, run_id: str) -> None:

@@ -26,6 +26,7 @@ goes into the checkpoint with the train state; see ``docs/training.md``).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -95,6 +96,30 @@ def _claim_run_dir(
     error = sharding.primary_str(error)
     if error:
         raise RunDirError(error)
+
+
+def _finished_timings(run_dir: str | None, row: dict, checksum: str) -> dict:
+    """The timings of a run resumed after its last chunk (this process trained nothing):
+    those of the process that finished it. A finished run resumed again keeps its
+    ``summary.json``'s (``wall_s``, ``compile_s``, ``sps``; that file's parameters must be
+    these); a run stopped while writing its final files gets its last row's ``sps`` (the rate
+    of the process that ran its last chunks; ``wall_s`` and ``compile_s`` go on as for any
+    resumed run)."""
+    if run_dir:
+        try:
+            with open(os.path.join(run_dir, "summary.json")) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = None
+        keys = ("wall_s", "compile_s", "sps")
+        if (
+            isinstance(old, dict)
+            and old.get("params_checksum") == checksum
+            and all(isinstance(old.get(k), (int, float)) for k in keys)
+        ):
+            return {k: old[k] for k in keys}
+    sps = row.get("sps")
+    return {"sps": round(sps, 1)} if isinstance(sps, (int, float)) else {}
 
 
 def train_and_log(
@@ -216,17 +241,23 @@ def train_and_log(
     if run_dir and primary:
         write_atomic(os.path.join(run_dir, "params.msgpack"), serialization.to_bytes(saved))
     ran_steps = (resolved.num_chunks - start_chunk) * steps_per_chunk * size
+    checksum = params_checksum(saved)
+    timings = {
+        "wall_s": round(wall_before + time.perf_counter() - t_start, 3),
+        "compile_s": round(compile_s, 3),
+        "sps": round(ran_steps / run_s, 1) if run_s > 0 else math.nan,
+    }
+    if start_chunk and start_chunk == resolved.num_chunks:  # resumed with nothing left to run
+        timings.update(_finished_timings(run_dir if primary else None, row, checksum))
     summary: dict[str, Any] = {
         "env": cfg.env.id,
         "agent": cfg.agent.name,
         "seed": cfg.seed,
         "env_steps": resolved.env_steps,
-        "wall_s": round(wall_before + time.perf_counter() - t_start, 3),
-        "compile_s": round(compile_s, 3),
-        "sps": round(ran_steps / run_s, 1) if run_s > 0 else math.nan,
+        **timings,
         "final_return": row.get("episode_return", math.nan),
         "final_episode_length": row.get("episode_length", math.nan),
-        "params_checksum": params_checksum(saved),
+        "params_checksum": checksum,
         "metrics": {k[len("task/") :]: v for k, v in row.items() if k.startswith("task/")},
         "devices": driver.devices,
         "processes": jax.process_count(),
