@@ -392,7 +392,7 @@ def _train_task(dict_cfg) -> None:
     from hordax.training.core.report import NonFiniteError
     from hordax.training.host.checkpoint import CheckpointError, NoCheckpointError
     from hordax.training.host.loop import train_and_log
-    from hordax.training.host.rundir import RunDirError, check_free, clear, write_atomic
+    from hordax.training.host.rundir import RunDirError, check_free
     from hordax.training.host.sharding import is_primary
 
     run_dir = _shared_run_dir(HydraConfig.get().runtime.output_dir)
@@ -402,6 +402,8 @@ def _train_task(dict_cfg) -> None:
         _fail(f"overwrite=true: cannot be combined with resume={dict_cfg.resume}")
     # The default (timestamped) directory was not checked before hydra; in a multi-process
     # run only process 0 checks (the others share its directory, which it may fill first).
+    # Failing here, before validation and compiling, is only early: train_and_log claims the
+    # directory (check, clear with overwrite=true, write config.yaml and overrides.json).
     if not resume and is_primary():
         try:
             check_free(run_dir, bool(dict_cfg.overwrite))
@@ -414,13 +416,10 @@ def _train_task(dict_cfg) -> None:
         env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
     except (ValueError, TypeError) as e:
         _fail(env_error(e), run_dir=own_dir)
-    if not resume and is_primary():  # a resumed run keeps the files it started with
-        if cfg.overwrite:  # the old run goes first: nothing of it mixes with this one
-            clear(run_dir)
-        write_atomic(
-            os.path.join(run_dir, "config.yaml"), OmegaConf.to_yaml(dict_cfg, resolve=True)
-        )
-        write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    files = {  # written by train_and_log once it has claimed the directory (fresh runs)
+        "config.yaml": OmegaConf.to_yaml(dict_cfg, resolve=True),
+        OVERRIDES_FILE: strict_json.dumps(overrides, indent=1),
+    }
     from hordax.training.evaluation import train_hooks
 
     try:
@@ -428,7 +427,9 @@ def _train_task(dict_cfg) -> None:
     except ValueError as e:  # e.g. curriculum.field not in the env's params
         _fail(str(e), run_dir=own_dir)
     try:
-        summary = train_and_log(cfg, env, env_params, resolved, hooks)
+        summary = train_and_log(cfg, env, env_params, resolved, hooks, files)
+    except RunDirError as e:  # another run took the directory since the check above
+        _fail(str(e))
     except NoCheckpointError as e:
         _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
               f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
@@ -549,11 +550,16 @@ def run_config_changes(overrides: list[str], run_dir: str) -> list[str]:
     ]
 
 
-def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -> dict:
-    """One ``hordax train`` run in this process (``hordax suite``): the same composition,
-    checks, files and host loop, with its end-of-run evaluation off (the suite runs
-    ``hordax eval``'s); ``run_dir`` is replaced, or with ``resume`` continued from its newest
-    checkpoint (``hordax train resume=run_dir``; its files are kept). Returns the summary."""
+def train_in_process(
+    overrides: list[str], run_dir: str, resume: bool = False, overwrite: bool = False
+) -> dict:
+    """One ``hordax train`` run in this process (``hordax suite``, examples): the same
+    composition, checks, files and host loop, with its end-of-run evaluation off (the suite
+    runs ``hordax eval``'s). A fresh run refuses a ``run_dir`` that holds a run
+    (:class:`~hordax.training.host.rundir.RunDirError`, before training) unless
+    ``overwrite`` (or ``overwrite=true`` in ``overrides``), which replaces that run; with
+    ``resume`` the run in ``run_dir`` continues from its newest checkpoint (``hordax train
+    resume=run_dir``; its files are kept). Returns the summary."""
     import dataclasses
 
     from omegaconf import OmegaConf
@@ -561,21 +567,18 @@ def train_in_process(overrides: list[str], run_dir: str, resume: bool = False) -
     from hordax.envs.registry import make
     from hordax.training.evaluation import train_hooks
     from hordax.training.host.loop import train_and_log
-    from hordax.training.host.rundir import clear, write_atomic
 
     extra = ["eval.episodes=0", "progress=false", *([f"resume={run_dir}"] if resume else [])]
     dict_cfg = _compose_train(overrides, extra)
     cfg, resolved = check_config("train", dict_cfg)
-    cfg = dataclasses.replace(cfg, run_dir=run_dir)
+    cfg = dataclasses.replace(cfg, run_dir=run_dir, overwrite=cfg.overwrite or overwrite)
     env, env_params = make(cfg.env.id, params=dict(cfg.env.params), **dict(cfg.env.kwargs))
-    if not resume:
-        os.makedirs(run_dir, exist_ok=True)
-        clear(run_dir)
-        config = OmegaConf.to_yaml(dict_cfg, resolve=True)
-        write_atomic(os.path.join(run_dir, "config.yaml"), config)
-        write_atomic(os.path.join(run_dir, OVERRIDES_FILE), strict_json.dumps(overrides, indent=1))
+    files = {
+        "config.yaml": OmegaConf.to_yaml(dict_cfg, resolve=True),
+        OVERRIDES_FILE: strict_json.dumps(overrides, indent=1),
+    }
     hooks = train_hooks(cfg, env, env_params, resolved)
-    return train_and_log(cfg, env, env_params, resolved, hooks)
+    return train_and_log(cfg, env, env_params, resolved, hooks, files)
 
 
 def _suite_task(dict_cfg) -> None:

@@ -152,9 +152,10 @@ def run_suite(
 ) -> dict:
     """Train and evaluate every row and seed; write the table, CSV and curves.
 
-    ``train(overrides, run_dir, resume=False) -> summary``: one ``hordax train`` run in this
-    process (the CLI's :func:`hordax.training.cli.train_in_process`), evaluation off;
-    ``resume=True`` continues the run in ``run_dir`` from its newest checkpoint.
+    ``train(overrides, run_dir, resume=False, overwrite=False) -> summary``: one ``hordax
+    train`` run in this process (the CLI's :func:`hordax.training.cli.train_in_process`),
+    evaluation off; ``resume=True`` continues the run in ``run_dir`` from its newest
+    checkpoint; ``overwrite=True`` replaces the run there (refused without it).
     ``changes(overrides, run_dir) -> ["key=SAVED -> NOW", ...]``: where a saved run's config
     differs from what its overrides compose to now (the CLI's
     :func:`hordax.training.cli.run_config_changes`; a tuned file changed since); a finished
@@ -270,7 +271,7 @@ def _train_or_reuse(
     from hordax.training.host.rundir import run_files
 
     if overwrite or not run_files(run_dir):
-        return train(overrides, run_dir), "trained"
+        return train(overrides, run_dir, overwrite=overwrite), "trained"
     saved = _saved_overrides(run_dir)
     if saved != overrides:
         raise ValueError(
@@ -292,7 +293,8 @@ def _train_or_reuse(
             return json.load(f), "reused"
     if committed_steps(run_dir):
         return train(overrides, run_dir, resume=True), "resumed"
-    return train(overrides, run_dir), "trained"
+    # This row's own run, stopped before its first checkpoint: started again over it.
+    return train(overrides, run_dir, overwrite=True), "trained"
 
 
 def _eval_json(run_dir: str, episodes: int, seed: int) -> dict | None:

@@ -45,6 +45,7 @@ from hordax.training.host.checkpoint import (
 )
 from hordax.training.host.loop import train_and_log
 from hordax.training.host.programs import make_programs
+from hordax.training.host.rundir import RunDirError
 from hordax.training.trainers import make_trainer, validate
 
 # 16 chunks of one update each with a checkpoint after every one (~0.15 s each): long
@@ -303,7 +304,101 @@ def test_run_dir__reuse_is_refused_overwrite_replaces_and_resume_never_mixes(
     resumed = _cli([f"resume={run_dir}"], tmp_path)
     assert resumed["resumed_from_chunk"] == 4 and resumed["env_steps"] == 8 * 32 * 4
     assert resumed["params_checksum"] == replaced["params_checksum"]
-    assert resumed["sps"] == 0.0  # nothing left to run (no negative rates)
+    # Nothing left to run: the finished run's timings stay (no zero or negative rates).
+    assert [resumed[k] for k in ("wall_s", "compile_s", "sps")] == [
+        replaced[k] for k in ("wall_s", "compile_s", "sps")
+    ]
+
+
+def _tiny(run_dir: Path, seed: int, **kw) -> TrainConfig:
+    """Two chunks of one PPO update on PointMass (~1 s to compile and run)."""
+    cfg = TrainConfig(
+        trainer=TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64, num_chunks=2),
+        agent=PPOConfig(num_minibatches=1, num_epochs=1, normalize_obs=True),
+        seed=seed,
+        run_dir=str(run_dir),
+        progress=False,
+        **kw,
+    )
+    cfg.env.id = "Debug-PointMass-v0"
+    return cfg
+
+
+def _tiny_env():
+    env = PointMass()
+    return env, env.default_params.replace(max_steps_in_episode=6)
+
+
+@pytest.mark.timeout(300)
+def test_train_and_log__refuses_a_finished_run_overwrite_replaces_resume_continues(tmp_path):
+    """The host loop itself (not only the CLI) claims a fresh run's directory: a second run
+    into a finished one (checkpoint.every=0: no checkpoint guard) is refused naming the
+    directory and overwrite=true, nothing touched; with overwrite the first run's files go
+    (its config.yaml too: nothing mixed; ``files`` are the new run's), a user's file stays;
+    resume continues the new run."""
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+
+    def train(cfg, files=None):
+        kw = {"files": files} if files else {}
+        return train_and_log(cfg, env, params, validate(cfg), **kw)
+
+    run_dir.mkdir()
+    first = train(_tiny(run_dir, 0))
+    (run_dir / "config.yaml").write_text("seed: 0\n")  # as the CLI leaves it
+    (run_dir / "notes.txt").write_text("mine")
+    before = _digest(run_dir)
+    with pytest.raises(RunDirError) as exc:
+        train(_tiny(run_dir, 1))
+    assert str(exc.value) == (
+        f"run_dir={run_dir}: already holds a run (config.yaml, metrics.jsonl, params.msgpack, "
+        "summary.json); pass overwrite=true to replace it, choose a new directory, or "
+        f"continue it with resume={run_dir}"
+    )
+    assert _digest(run_dir) == before, "a refused run must not touch the directory"
+
+    ckpt = CheckpointConfig(every=1, keep=2)
+    files = {"config.yaml": "seed: 1\n", "overrides.json": '["seed=1"]'}
+    second = train(_tiny(run_dir, 1, overwrite=True, checkpoint=ckpt), files)
+    assert second["params_checksum"] != first["params_checksum"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "checkpoints", "config.yaml", "metrics.jsonl", "notes.txt", "overrides.json",
+        "params.msgpack", "summary.json",
+    ]  # fmt: skip
+    assert (run_dir / "config.yaml").read_text() == "seed: 1\n"
+    assert json.loads((run_dir / "summary.json").read_text()) == second
+
+    shutil.rmtree(run_dir / "checkpoints" / "2")  # as if stopped after chunk 1's checkpoint
+    resumed = train(_tiny(run_dir, 1, resume=str(run_dir), checkpoint=ckpt))
+    assert resumed["resumed_from_chunk"] == 1 and resumed["sps"] > 0
+    assert resumed["params_checksum"] == second["params_checksum"]
+    assert [r["chunk"] for r in _rows(run_dir)] == [0, 1]
+    assert (run_dir / "config.yaml").read_text() == "seed: 1\n"  # kept by the resume
+
+
+@pytest.mark.timeout(300)
+def test_resume_after_the_last_chunk__keeps_the_finished_runs_timings(tmp_path):
+    """A resume with nothing left to run trains nothing in its process: a finished run keeps
+    its summary's wall_s, compile_s and sps (not 0.0 and the new process's compile);
+    stopped while writing its final files (no summary.json), its last row's rate."""
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+
+    def train(**kw):
+        cfg = _tiny(run_dir, 0, checkpoint=ckpt, **kw)
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    done = train()
+    again = train(resume=str(run_dir))
+    assert again["resumed_from_chunk"] == 2
+    assert again["params_checksum"] == done["params_checksum"]
+    timings = ("wall_s", "compile_s", "sps")
+    assert {k: again[k] for k in timings} == {k: done[k] for k in timings}
+    assert json.loads((run_dir / "summary.json").read_text()) == again
+    (run_dir / "summary.json").unlink()
+    last = train(resume=str(run_dir))
+    assert last["sps"] == round(_rows(run_dir)[-1]["sps"], 1) > 0
 
 
 def _set_run_id(step_dir: Path, run_id: str) -> None:

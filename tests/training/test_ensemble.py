@@ -257,3 +257,42 @@ def test_periods_per_year__given_or_inferred_from_the_market_dates():
     E.validate_ensemble(E.EnsembleConfig(periods_per_year=0.0))
     with pytest.raises(ValueError, match=r"ensemble.periods_per_year=-1.0: must be > 0, or 0"):
         E.validate_ensemble(E.EnsembleConfig(periods_per_year=-1.0))
+
+
+@pytest.mark.timeout(180)
+def test_ensemble__ppo_with_critic_obs_and_normalize_obs_trains_and_evaluates(tmp_path):
+    """agent=ensemble of PPO members with ``agent.critic_obs`` and ``agent.normalize_obs``:
+    the saved statistics are ``{"actor", "critic"}``; the end-of-run ensemble evaluation
+    (and ``hordax backtest``'s loading) acts with the actor's, as ``hordax eval`` does."""
+    from ensemble_helpers import PrivilegedPointMass
+    from flax import serialization
+
+    from hordax.envs.registry import registered_envs
+    from hordax.training.config import TrainConfig, TrainerConfig
+    from hordax.training.host.loop import train_and_log
+    from hordax.training.trainers import validate
+
+    env_id = "Test-PrivilegedPointMass-v0"
+    if env_id not in registered_envs():
+        hordax.register(env_id, PrivilegedPointMass)
+    cfg = TrainConfig()
+    cfg.env.id, cfg.env.params = env_id, {"max_steps_in_episode": 20}
+    cfg.trainer = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64, num_chunks=1)
+    cfg.agent = PPOConfig(critic_obs=True, normalize_obs=True, num_minibatches=1, num_epochs=1)
+    cfg.agent.network.hidden_sizes = [8]
+    cfg.population.size = 2
+    cfg.ensemble = E.EnsembleConfig(enabled=True, members=2, eval_episodes=1)
+    cfg.run_dir, cfg.progress = str(tmp_path), False
+    env, params = hordax.make(env_id, params=cfg.env.params)
+    summary = train_and_log(cfg, env, params, validate(cfg))
+    summary = E.add_ensemble_to_summary(cfg, summary, cfg.run_dir)
+    assert set(summary["ensemble"]["runs"]) == {
+        "member_0", "member_1", "ensemble_average", "rolling_selection"
+    }  # fmt: skip
+    with open(tmp_path / "params.msgpack", "rb") as f:
+        saved = serialization.msgpack_restore(f.read())["normalizer"]["obs_stats"]
+    assert set(saved) == {"actor", "critic"} and saved["critic"]["mean"].shape == (2, 4)
+    members = E.load_members(str(tmp_path / "params.msgpack"))
+    assert set(members.obs_stats) == {"mean", "var"}
+    np.testing.assert_array_equal(members.obs_stats["mean"], saved["actor"]["mean"])
+    np.testing.assert_array_equal(members.obs_stats["var"], saved["actor"]["var"])

@@ -7,15 +7,13 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from gymnax.environments.spaces import Box
+from ensemble_helpers import PrivilegedPointMass
 from PIL import Image
 
 from hordax.agents.ppo import PPOConfig
 from hordax.agents.pql import PQLConfig
-from hordax.envs.debug.point_mass import PointMass
 from hordax.envs.registry import make
 from hordax.training.config import TrainConfig
 from hordax.training.evaluation.run import Evaluator, eval_env
@@ -77,24 +75,13 @@ def test_evaluator__population_members_and_pooled():
     assert res["members"][0]["return"] != res["members"][1]["return"]
 
 
-class _PrivilegedPointMass(PointMass):
-    """Debug-PointMass-v0 with a privileged critic observation (``f32[4]``: position and
-    goal), as the manipulation tasks have one."""
-
-    def critic_observation(self, state, params):
-        return jnp.concatenate([state.pos, state.goal]).astype(jnp.float32)
-
-    def critic_observation_space(self, params):
-        return Box(-1.0, 1.0, (4,), jnp.float32)
-
-
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("deterministic", [True, False], ids=["greedy", "sampled"])
 def test_evaluator__asymmetric_critic_run_evaluates_as_its_actor(deterministic):
     """A PPO agent trained with ``agent.critic_obs=true`` (the hand tasks' tuned configs)
     evaluates (its critic takes the 4 critic entries, not the 6 observation entries), and
     its episodes are those of a plain PPO agent holding the same actor: the actor acts."""
-    env = _PrivilegedPointMass()
+    env = PrivilegedPointMass()
     params = env.default_params
     asym = _cfg("Debug-PointMass-v0", PPOConfig(critic_obs=True))
     agent = algorithm("ppo").make_agent(

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hordax.training.host.rundir import RunDirError, check_free, clear, run_files
+from hordax.training.host.rundir import RunDirError, check_free, claim, clear, run_files
 
 # Writes "new" over "old" with the fault hook armed halfway through the write.
 _WRITER = """
@@ -66,6 +66,24 @@ def test_check_free_and_clear__only_run_files_count_and_go(tmp_path):
     check_free(str(tmp_path), overwrite=True)
     clear(str(tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == [".hydra", "notes.txt"]
+
+
+@pytest.mark.timeout(60)
+def test_claim__refuses_a_run_or_replaces_it_with_overwrite_then_writes_the_files(tmp_path):
+    """What the host loop does for every fresh run: refused naming ``run_dir`` (nothing
+    touched), or with overwrite the old run's files go before the new ones are written; an
+    absent directory is created."""
+    files = {"config.yaml": "new: 1\n", "overrides.json": "[]"}
+    claim(str(tmp_path / "a" / "b"), overwrite=False, files=files)
+    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == sorted(files)
+    (tmp_path / "summary.json").write_text("old")
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirError, match=rf"^run_dir={tmp_path}: already holds a run"):
+        claim(str(tmp_path), overwrite=False, files=files)
+    assert (tmp_path / "summary.json").read_text() == "old"
+    claim(str(tmp_path), overwrite=True, files=files)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", *files, "notes.txt"])
+    assert (tmp_path / "config.yaml").read_text() == "new: 1\n"
 
 
 _COUNTER = """

@@ -207,3 +207,32 @@ def test_run_config_changes__an_option_added_since_the_run_is_no_change_at_its_d
         old = {**saved, "agent": {k: v for k, v in saved["agent"].items() if k != key}}
         (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(old)))
         assert run_config_changes(overrides, str(tmp_path)) == expected, key
+
+
+@pytest.mark.timeout(300)
+def test_train_in_process__refuses_a_run_dir_holding_a_run_unless_overwrite(tmp_path):
+    """The suite's and the examples' in-process ``hordax train`` refuses a directory that
+    holds a run (nothing touched) unless ``overwrite=True``, which replaces that run."""
+    from hordax.training.cli import train_in_process
+    from hordax.training.host.rundir import RunDirError
+
+    overrides = [
+        "env=Debug-PointMass-v0",
+        "trainer.num_envs=4",
+        "trainer.rollout_length=8",
+        "trainer.total_env_steps=32",
+        "trainer.num_chunks=1",
+        "agent.num_minibatches=1",
+        "agent.num_epochs=1",
+        "agent.network.hidden_sizes=[8]",
+    ]
+    (tmp_path / "config.yaml").write_text("old: run\n")
+    (tmp_path / "overrides.json").write_text('["seed=7"]')
+    with pytest.raises(RunDirError, match=rf"^run_dir={tmp_path}: already holds a run .*"
+                       r"pass overwrite=true to replace it"):  # fmt: skip
+        train_in_process(overrides, str(tmp_path))
+    assert (tmp_path / "overrides.json").read_text() == '["seed=7"]'
+    summary = train_in_process(overrides, str(tmp_path), overwrite=True)
+    assert summary["env_steps"] == 32
+    assert json.loads((tmp_path / "overrides.json").read_text()) == overrides
+    assert "old: run" not in (tmp_path / "config.yaml").read_text()

@@ -55,11 +55,22 @@ class MixedMembers:
         return [a for a, m in self.groups for _ in range(m.size)]
 
 
-def _members_of(saved: dict) -> Members:
+def actor_obs_stats(saved: dict) -> dict | None:
+    """The observation-normalizer statistics a saved agent's actor acts with, ``{"mean",
+    "var"}`` (None: no normalization). ``saved["normalizer"]["obs_stats"]`` is a live run's
+    ``RunningStats`` or its state dict (from ``params.msgpack``); with critic observations
+    (``agent.critic_obs``) it is ``{"actor", "critic"}`` and the actor's entry is taken."""
     stats = (saved.get("normalizer") or {}).get("obs_stats")
-    if stats is not None:
-        stats = {"mean": stats["mean"], "var": stats["var"]}
-    return Members(saved["params"], stats)
+    if stats is None:
+        return None
+    stats = serialization.to_state_dict(stats)
+    if "actor" in stats:  # {"actor", "critic"}: the critic's statistics never act
+        stats = stats["actor"]
+    return {"mean": stats["mean"], "var": stats["var"]}
+
+
+def _members_of(saved: dict) -> Members:
+    return Members(saved["params"], actor_obs_stats(saved))
 
 
 def load_members(path: str, algorithms: list[str] | None = None) -> Members | MixedMembers:

@@ -26,7 +26,7 @@ from flax import serialization
 
 from hordax.envs.core import is_multi_agent
 from hordax.envs.wrappers.normalize import RunningStats, normalize, slot_stats
-from hordax.training.ensemble.members import Members
+from hordax.training.ensemble.members import Members, actor_obs_stats
 from hordax.training.evaluation.episodes import Policy
 from hordax.training.trainers import agent_config
 from hordax.training.trainers.ppo import agent_obs_shape, make_team_agent
@@ -100,13 +100,7 @@ def make_policy(
 
 def _as_members(saved: dict, stacked: bool) -> Members:
     """Members of a saved agent (``stacked``: leaves already carry the ``[K]`` axis)."""
-    stats = (saved.get("normalizer") or {}).get("obs_stats")
-    if stats is not None:  # RunningStats (in a live run) or its state dict (from a file)
-        stats = serialization.to_state_dict(stats)
-        if "actor" in stats:  # {"actor", "critic"} (critic observations): the actor acts
-            stats = stats["actor"]
-        stats = {"mean": stats["mean"], "var": stats["var"]}
-    params, stats = saved["params"], stats
+    params, stats = saved["params"], actor_obs_stats(saved)
     if not stacked:
         params = jax.tree.map(lambda x: np.asarray(x)[None], params)
         stats = None if stats is None else jax.tree.map(lambda x: np.asarray(x)[None], stats)

@@ -2,7 +2,10 @@
 parallel mode) is compiled, run chunk by chunk, guarded, checkpointed, logged and
 summarized here.
 
-Files in ``run_dir`` (when set): ``config.yaml`` (resolved config, written by the CLI),
+Files in ``run_dir`` (when set): a fresh run first claims the directory
+(:func:`hordax.training.host.rundir.claim`: refused if it holds a run unless
+``overwrite=true``, which removes that run's files first), then writes the caller's
+``files`` (the CLI's ``config.yaml``, the resolved config, and ``overrides.json``);
 ``metrics.jsonl`` (one JSON line per chunk), ``checkpoints/`` (orbax, every
 ``checkpoint.every`` chunks, the newest ``checkpoint.keep`` kept; see
 :mod:`hordax.training.host.checkpoint`), ``params.msgpack`` (final agent parameters and
@@ -23,6 +26,7 @@ goes into the checkpoint with the train state; see ``docs/training.md``).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -40,7 +44,13 @@ from hordax.training.host.checkpoint import Checkpointer
 from hordax.training.host.logging import make_logger
 from hordax.training.host.pql_parallel import ParallelDriver
 from hordax.training.host.programs import JitDriver
-from hordax.training.host.rundir import fault_point, open_metrics, write_atomic
+from hordax.training.host.rundir import (
+    RunDirError,
+    claim,
+    fault_point,
+    open_metrics,
+    write_atomic,
+)
 from hordax.training.trainers import make_trainer
 
 #: How the host runs a trainer, by the trainer's ``driver`` attribute.
@@ -71,16 +81,65 @@ def progress_bar(cfg: Any, resolved: Any, desc: str, initial: int = 0, enabled: 
     )
 
 
+def _claim_run_dir(
+    run_dir: str, overwrite: bool, files: dict[str, str] | None, primary: bool
+) -> None:
+    """Process 0 claims a fresh run's directory (:func:`~hordax.training.host.rundir.claim`);
+    every process then raises its refusal or goes on once the old run's files are gone (in a
+    multi-process run a collective: no process opens the checkpoints before that)."""
+    error = ""
+    if primary:
+        try:
+            claim(run_dir, overwrite, files)
+        except RunDirError as e:
+            error = str(e)
+    error = sharding.primary_str(error)
+    if error:
+        raise RunDirError(error)
+
+
+def _finished_timings(run_dir: str | None, row: dict, checksum: str) -> dict:
+    """The timings of a run resumed after its last chunk (this process trained nothing):
+    those of the process that finished it. A finished run resumed again keeps its
+    ``summary.json``'s (``wall_s``, ``compile_s``, ``sps``; that file's parameters must be
+    these); a run stopped while writing its final files gets its last row's ``sps`` (the rate
+    of the process that ran its last chunks; ``wall_s`` and ``compile_s`` go on as for any
+    resumed run)."""
+    if run_dir:
+        try:
+            with open(os.path.join(run_dir, "summary.json")) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = None
+        keys = ("wall_s", "compile_s", "sps")
+        if (
+            isinstance(old, dict)
+            and old.get("params_checksum") == checksum
+            and all(isinstance(old.get(k), (int, float)) for k in keys)
+        ):
+            return {k: old[k] for k in keys}
+    sps = row.get("sps")
+    return {"sps": round(sps, 1)} if isinstance(sps, (int, float)) else {}
+
+
 def train_and_log(
     cfg: TrainConfig,
     env: Any,
     env_params: Any,
     resolved: Resolved,
     hooks: tuple[ChunkHook, ...] = (),
+    files: dict[str, str] | None = None,
 ) -> dict:
     """Train with progress, NaN guard, checkpoints and files; return the summary dict.
 
+    A fresh run (``cfg.resume`` unset) claims ``cfg.run_dir`` first: a directory that holds
+    a run is refused unless ``cfg.overwrite``, which removes that run's files; then
+    ``files`` (name -> text: the CLI's ``config.yaml`` and ``overrides.json``) are written
+    into it. A resumed run keeps its directory's files.
+
     Raises:
+        RunDirError: a fresh run's ``run_dir`` holds a run and ``cfg.overwrite`` is false
+            (the message names the directory and ``overwrite=true``; nothing is touched).
         NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
         CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint,
             or a fresh run finds another run's checkpoints in ``run_dir``.
@@ -97,6 +156,8 @@ def train_and_log(
     size = trainer.members
     t_start = time.perf_counter()
     driver = DRIVERS[trainer.driver](cfg, trainer)
+    if run_dir and not cfg.resume:
+        _claim_run_dir(run_dir, cfg.overwrite, files, primary)
 
     # --- fresh start or resume ----------------------------------------------------------
     ckpt = None
@@ -180,17 +241,23 @@ def train_and_log(
     if run_dir and primary:
         write_atomic(os.path.join(run_dir, "params.msgpack"), serialization.to_bytes(saved))
     ran_steps = (resolved.num_chunks - start_chunk) * steps_per_chunk * size
+    checksum = params_checksum(saved)
+    timings = {
+        "wall_s": round(wall_before + time.perf_counter() - t_start, 3),
+        "compile_s": round(compile_s, 3),
+        "sps": round(ran_steps / run_s, 1) if run_s > 0 else math.nan,
+    }
+    if start_chunk and start_chunk == resolved.num_chunks:  # resumed with nothing left to run
+        timings.update(_finished_timings(run_dir if primary else None, row, checksum))
     summary: dict[str, Any] = {
         "env": cfg.env.id,
         "agent": cfg.agent.name,
         "seed": cfg.seed,
         "env_steps": resolved.env_steps,
-        "wall_s": round(wall_before + time.perf_counter() - t_start, 3),
-        "compile_s": round(compile_s, 3),
-        "sps": round(ran_steps / run_s, 1) if run_s > 0 else math.nan,
+        **timings,
         "final_return": row.get("episode_return", math.nan),
         "final_episode_length": row.get("episode_length", math.nan),
-        "params_checksum": params_checksum(saved),
+        "params_checksum": checksum,
         "metrics": {k[len("task/") :]: v for k, v in row.items() if k.startswith("task/")},
         "devices": driver.devices,
         "processes": jax.process_count(),

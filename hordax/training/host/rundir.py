@@ -4,6 +4,7 @@ fault-injection hook of the kill tests.
 - A fresh run refuses a directory that already holds a run (one of :data:`RUN_FILES`);
   with ``overwrite=true`` that run's files are removed first (:func:`clear`), so two runs
   are never mixed in one directory. Files that are not a run's (a user's notes) are left.
+  :func:`claim` does both for every entry point (the host loop calls it for a fresh run).
 - :func:`write_atomic` writes a file whole or not at all (temporary file + ``os.replace``):
   a run killed at any moment leaves the old file or the new one, never half of one.
 - :func:`open_metrics` opens ``metrics.jsonl`` for a fresh or resumed run (rows a killed run
@@ -90,6 +91,21 @@ def check_free(run_dir: str, overwrite: bool, key: str = "hydra.run.dir") -> Non
             f"overwrite=true to replace it, choose a new directory, or continue it with "
             f"resume={run_dir}"
         )
+
+
+def claim(
+    run_dir: str, overwrite: bool, files: dict[str, str] | None = None, key: str = "run_dir"
+) -> None:
+    """Make ``run_dir`` a fresh run's (created if absent): :class:`RunDirError` if it holds a
+    run and ``overwrite`` is false (:func:`check_free`; ``key`` names the setting in the
+    message), else that run's files are removed first (:func:`clear`); then ``files``
+    (name -> text, e.g. ``config.yaml``) are written in order, each whole or not at all."""
+    check_free(run_dir, overwrite, key)
+    os.makedirs(run_dir, exist_ok=True)
+    if overwrite:  # the old run goes first: nothing of it mixes with the new one
+        clear(run_dir)
+    for name, text in (files or {}).items():
+        write_atomic(os.path.join(run_dir, name), text)
 
 
 def clear(run_dir: str) -> None:
