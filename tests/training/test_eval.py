@@ -4,6 +4,9 @@
   exactly the known ones (each episode counted once, ended envs frozen: no second episode),
   and the mean and interval are the Student-t formula's;
 - the evaluation seed space is disjoint from training's;
+- multi-agent returns: an agent's reward counts on the steps it acted while active (its
+  arrival step included; closed-form returns of still point masses, some of which finish
+  at once), and the episode's and each team's returns are the masked means;
 - a trained CartPole run (PQN, the CLI) evaluates above its threshold, the same JSON twice;
 - bad input: one line naming the key, exit 2.
 """
@@ -295,42 +298,79 @@ def _zero_policy(space) -> Policy:
     return p
 
 
+def still_masses_returns(env, params, keys, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(return f32[N, n], length i32[N])`` of Debug-MultiPointMass episodes under the zero
+    policy, in closed form: the masses never move, so agent ``i`` (reset distance ``d_i``)
+    arrives on step 1 iff ``d_i < goal_radius`` (return ``success_bonus - distance_scale
+    d_i``: its arrival step counts, and then it is masked) and otherwise is paid
+    ``-distance_scale d_i`` on each of the episode's steps (1 when every agent arrived,
+    else ``steps``, the truncation)."""
+    reset = jax.vmap(lambda k: env.reset(jax.random.split(k)[0], params)[1])(keys)
+    d = np.linalg.norm(np.asarray(reset.goal, np.float64) - np.asarray(reset.pos), axis=-1)
+    arrive = d < params.goal_radius
+    length = np.where(np.all(arrive, axis=1), 1, steps)
+    scale = params.distance_scale
+    ret = np.where(arrive, params.success_bonus - scale * d, -scale * d * length[:, None])
+    return ret, length
+
+
 @pytest.mark.timeout(300)
 def test_runner__multi_agent_returns_are_masked_per_agent_and_per_team():
-    """Multi-agent envs: each agent's return is its reward summed over the steps it is
-    active (``info["agent_mask"]``), equal to a step-by-step reference loop; the episode's
-    return is the masked mean over agents, and each team's is reported."""
+    """Multi-agent envs: an agent's reward counts on the steps it acted while active
+    (``env.agent_mask`` of the state before the step, arrival step included): on
+    Debug-MultiPointMass with still masses and a goal radius some reach at reset, those agents
+    get the bonus on step 1 and nothing after while the others keep paying distance (the
+    closed-form returns, and a step-by-step loop with the acting state's mask); the episode's
+    return is the masked mean over agents, and each team's (MPE-SimpleTag's adversaries and
+    agent) the mean over its agents."""
     from hordax.envs.registry import make
     from hordax.envs.wrappers import ClipAction
-    from hordax.training.evaluation.episodes import _env_step, episode_stats
+    from hordax.training.evaluation.episodes import _env_step, episode_stats, masked_mean
 
-    env, params = make("Debug-MultiPointMass-v0", params={"max_steps_in_episode": 20})
+    steps = 20
+    env, params = make(
+        "Debug-MultiPointMass-v0", params={"max_steps_in_episode": steps, "goal_radius": 0.8}
+    )
     policy = _zero_policy(env.action_space(params))
     keys = episode_keys(0, 3)
     out = jax.device_get(make_runner(env, params, policy, 50)(None, None, keys))
     assert out["return"].shape == (3, env.num_agents) and np.all(out["done"])
+    want, length = still_masses_returns(env, params, keys, steps)
+    np.testing.assert_array_equal(out["length"], length)
+    np.testing.assert_allclose(out["return"], want, rtol=1e-5, atol=1e-4)
+    assert np.all(out["active"])  # every agent acted while active (on step 1 at least)
     step = jax.jit(_env_step(ClipAction(env)))
+    masked_while_running = 0
     for i in range(3):  # the reference: one episode at a time, by hand
         k_reset, k_loop = jax.random.split(keys[i])
         obs, state = env.reset(k_reset, params)
         total, active = np.zeros(env.num_agents), np.zeros(env.num_agents, bool)
         for _ in range(50):
             k_loop, k_step = jax.random.split(k_loop)
+            mask = np.asarray(env.agent_mask(state, params))  # the state the agents act in
+            masked_while_running += int(np.sum(~mask))
             act = jnp.zeros(env.action_space(params).shape, jnp.float32)
             obs, state, r, term, trunc, info = step(k_step, state, act, params)
-            mask = np.asarray(info.get("agent_mask", np.ones(env.num_agents, bool)))
             total += np.where(mask, np.asarray(r), 0.0)
             active |= mask
             if term or trunc:
                 break
-        np.testing.assert_allclose(out["return"][i], total, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out["return"][i], total, rtol=1e-5, atol=1e-4)
         np.testing.assert_array_equal(out["active"][i], active)
+    # Masking is exercised: some agent finished while others ran on.
+    assert masked_while_running > 0
+    st = episode_stats(out)
+    np.testing.assert_allclose(st["return"]["mean"], want.mean(), rtol=1e-5)
     tag, tparams = make("MPE-SimpleTag-v0")
     tout = jax.device_get(
         make_runner(tag, tparams, _zero_policy(tag.action_space(tparams)), 50)(None, None, keys)
     )
     st = episode_stats(tout, tag.team_index, tag.team_names)
     assert set(st["team_return"]) == {"adversary", "agent"}
-    ret = np.asarray(tout["return"])
-    np.testing.assert_allclose(st["team_return"]["agent"]["mean"], ret[:, 3].mean(), rtol=1e-6)
+    ret, teams = np.asarray(tout["return"]), np.asarray(tag.team_index)
+    assert np.all(tout["active"])  # MPE: every agent is active on every step
+    np.testing.assert_allclose(masked_mean(ret, tout["active"]), ret.mean(axis=1), rtol=1e-6)
+    for t, name in enumerate(tag.team_names):
+        want_team = ret[:, teams == t].mean()
+        np.testing.assert_allclose(st["team_return"][name]["mean"], want_team, rtol=1e-6)
     np.testing.assert_allclose(st["return"]["mean"], ret.mean(), rtol=1e-6)

@@ -77,9 +77,10 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
     """``run(params, stats, keys [N]) -> dict`` (jitted): ``N`` episodes, one per key.
 
     Returns ``return f32[N]`` (multi-agent envs, reward ``[N, A]``: ``f32[N, A]``, each
-    agent's reward summed over the steps ``info["agent_mask"]`` marks it active),
-    ``active bool[N, A]`` (multi-agent: the agent was active at some step), ``length
-    i32[N]``, ``terminated bool[N]`` (vs truncated),
+    agent's reward summed over the steps it was active on: ``env.agent_mask`` of the state
+    it acted in, its arrival step included, as :class:`~hordax.envs.wrappers.LogEpisode`
+    sums it), ``active bool[N, A]`` (multi-agent: the agent was active in a state it acted
+    in, i.e. on some step), ``length i32[N]``, ``terminated bool[N]`` (vs truncated),
     ``metrics {name: [N]}`` (``info["metrics"]`` on each episode's last step) and ``done
     bool[N]`` (False: still running after ``max_steps``, which the caller refuses).
     Actions go through :class:`~hordax.envs.wrappers.ClipAction`, as in training.
@@ -129,8 +130,10 @@ def make_runner(env: Any, env_params: Any, policy: Policy, max_steps: int) -> Ca
             alive = c["alive"]
             ended = alive & (term | trunc)
             counted = alive.reshape(alive.shape + (1,) * (reward.ndim - 1))
-            if reward.ndim > 1:  # multi-agent: masked agents contribute nothing
-                counted = counted & info.get("agent_mask", jnp.ones(reward.shape, bool))
+            if reward.ndim > 1:  # multi-agent: agents masked in the state they acted in add
+                # nothing (``info["agent_mask"]`` is the mask of the state the step returns)
+                acting = jax.vmap(wenv.agent_mask, in_axes=(0, None))(c["state"], env_params)
+                counted = counted & acting
             metrics = {
                 k: jnp.where(ended, v.astype(jnp.float32), c["metrics"][k])
                 for k, v in info.get("metrics", {}).items()
