@@ -10,8 +10,9 @@ sets for ``tests/envs`` and ``tests/contract``). Prints seconds:
 - ``eager``: the env's un-jitted ``reset`` and two ``step`` calls in JAX's op-by-op mode (the
   contract's ``check_jit_matches_eager(eager="dispatch")``).
 - ``parts``: each part of the contract program (``hordax.testing``: trajectories, time
-  limit, vmap + batch + un-vmapped reference) lowered, compiled and run at the contract's
-  default sizes.
+  limit, vmap + batch) lowered, compiled and run at the contract's default sizes, then the
+  vmap checks' un-vmapped reference (the env's own jitted ``reset``/``step`` per slot on
+  the host: its first call compiles them unless ``step`` or the eager check did).
 
 Set ``XLA_FLAGS`` to compare XLA:CPU options (e.g. ``--xla_cpu_use_fusion_emitters=false``).
 """
@@ -75,8 +76,13 @@ def main() -> None:
             fn = testing._compiled_part(env, part, testing._Sizes(), flags)
             lowered, t_lower = _timed(lambda fn=fn: fn.lower(params, key))
             compiled, t_compile = _timed(lowered.compile)
-            _, t_run = _timed(lambda compiled=compiled: compiled(params, key))
+            data, t_run = _timed(lambda compiled=compiled: compiled(params, key))
             print(f"part {part}: lower {t_lower:.1f} compile {t_compile:.1f} run {t_run:.1f}")
+            if part == "vmap":  # the un-vmapped reference: the env's own jitted reset/step
+                data = jax.device_get(data)
+                _, t_ref = _timed(lambda data=data: testing._reference(env, params, data))
+                _, t_ref2 = _timed(lambda data=data: testing._reference(env, params, data))
+                print(f"  host reference: {t_ref:.1f} (its first call), {t_ref2:.1f} again")
 
 
 if __name__ == "__main__":

@@ -78,8 +78,8 @@ EVERYDAY_CLASSES = frozenset(entry_point(i) or i for i in EVERYDAY_IDS)
 #: Families whose contract runs in the full tier only (their own tests run every day).
 FULL_TIER_FAMILIES = {
     "manipulation": "MJX on 2 CPU cores: each id's contract takes minutes of one core on an "
-    "AVX-512 host (Reach 164 s, Push 213 s, the sphere 326 s, the cube 437 s; the cube's vmap "
-    "program 138 s, its op-by-op eager check 70 s; RESULTS 35)",
+    "AVX-512 host (Reach 152 s, Push 216 s, the sphere 326 s, the cube 404 s; the cube's vmap "
+    "checks 102-138 s, its op-by-op eager check 67-90 s; RESULTS 36)",
 }
 #: Families whose eager (``jax.disable_jit``) step costs minutes: jit_matches_eager runs
 #: their eager side in JAX's op-by-op mode (``eager="dispatch"``: hordax's env code on
