@@ -14,8 +14,9 @@ hordax's multi-agent envs stack agents on a leading axis (``obs [n, ...]``, ``ac
   episode terminates, ``info["agent_terminated"]`` marks it or it is no longer active
   (``info["agent_mask"]``), all are truncated at the time limit, and agents that ended are
   removed from ``agents`` (PettingZoo's convention).
-  Missing actions (agents that already ended) are sent as zeros; actions are validated on
-  the host (shape, dtype) like :mod:`hordax.envs.gymnasium_adapter`.
+  Every live agent needs an action (a missing one is refused); the slots of agents that
+  are not live are sent as zeros; actions are validated on the host (shape, dtype) like
+  :mod:`hordax.envs.gymnasium_adapter`.
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ class PettingZooParallelEnv(ParallelEnv):
             if a in actions:  # an agent's own action; trailing entries of a wider stack stay 0
                 row = check_action(actions[a], self._act_spaces[a])
                 stacked[(i, *(slice(0, d) for d in row.shape))] = row
+        missing = [a for a in self.agents if a not in actions]
+        if missing:  # a live agent's action is never made up (PettingZoo's wrappers refuse too)
+            raise ValueError(f"no action for live agents {missing}; live: {self.agents}")
         self._key, key = jax.random.split(self._key)
         obs, self._state, reward, terminated, truncated, info = self._step(
             key, self._state, jnp.asarray(stacked), self.params

@@ -48,6 +48,9 @@ def test_pettingzoo__bad_actions_and_single_agent_env_are_refused():
         env.step({"agent_0": np.zeros(3, np.float32)})
     with pytest.raises(ValueError, match="not live"):
         env.step({"agent_9": np.zeros(2, np.float32)})
+    # a live agent's missing action is refused, not sent as zeros
+    with pytest.raises(ValueError, match=r"no action for live agents \['agent_1'\]"):
+        env.step({a: np.zeros(2, np.float32) for a in ("agent_0", "agent_2")})
     with pytest.raises(ValueError, match="single-agent"):
         PettingZooParallelEnv("CartPole-v1")
 
