@@ -7,9 +7,11 @@ by agent name. :class:`DictView` converts at the edge, inside jit:
   ``f32[d_i]`` observation;
 - ``step(key, state, actions, params) -> (obs, state, rewards, dones, info)``: ``actions[name]``
   is the agent's own action (an int for discrete actions, ``f32[a_i]`` for continuous ones),
-  ``rewards[name]`` an ``f32[]``, ``dones[name]`` a ``bool[]`` (the episode ended, or the agent
-  terminated) plus ``dones["__all__"]`` (the episode ended: terminated or truncated, the
-  JaxMARL convention of one ``done``). ``info`` is the env's own (``terminated`` and
+  ``rewards[name]`` an ``f32[]``, ``dones[name]`` a ``bool[]`` (the episode ended, the agent
+  terminated, or it is not active: ``info["agent_mask"]`` False, so an agent that ended, or a
+  padding slot, is done on every later step, JaxMARL's convention for dead agents) plus
+  ``dones["__all__"]`` (the episode ended: terminated or truncated, the JaxMARL convention
+  of one ``done``). ``info`` is the env's own (``terminated`` and
   ``truncated`` stay apart there). Auto-reset is the env's (gymnax's, fresh draws).
 
 Use the array view for training (one reshape folds the agent axis into the batch); this is
@@ -88,7 +90,9 @@ class DictView:
         action = self.stack_actions(actions, params)
         obs, state, reward, terminated, truncated, info = self.env.step(key, state, action, params)
         done = terminated | truncated
-        agent_done = info["agent_terminated"] | done
+        # an agent that is not active in the returned state is done (on every step, not only
+        # the one it ended on: envs whose agent_terminated marks only that step)
+        agent_done = info["agent_terminated"] | ~info["agent_mask"] | done
         rewards = {name: reward[i] for i, name in enumerate(self.agents)}
         dones = {name: agent_done[i] for i, name in enumerate(self.agents)}
         dones["__all__"] = done

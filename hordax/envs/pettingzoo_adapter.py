@@ -8,11 +8,15 @@ hordax's multi-agent envs stack agents on a leading axis (``obs [n, ...]``, ``ac
   ``agent_observation_space(i)`` / ``agent_action_space(i)`` (unpadded: agents of different
   teams may differ; a ``MultiDiscrete`` stack gives each agent a ``Discrete``);
 - ``reset(seed=...)`` fixes the episode (every JAX key is drawn from the seed); no auto-reset;
+  ``agents`` are the slots active in the first state (``env.agent_mask``): padding slots
+  (e.g. a GPUDrive scene with fewer controllable vehicles than ``num_agents``) never appear;
 - ``step(actions)`` returns dicts keyed by the live agents; an agent is terminated when the
-  episode terminates or ``info["agent_terminated"]`` marks it, all are truncated at the time
-  limit, and agents that ended are removed from ``agents`` (PettingZoo's convention).
-  Missing actions (agents that already ended) are sent as zeros; actions are validated on
-  the host (shape, dtype) like :mod:`hordax.envs.gymnasium_adapter`.
+  episode terminates, ``info["agent_terminated"]`` marks it or it is no longer active
+  (``info["agent_mask"]``), all are truncated at the time limit, and agents that ended are
+  removed from ``agents`` (PettingZoo's convention).
+  Every live agent needs an action (a missing one is refused); the slots of agents that
+  are not live are sent as zeros; actions are validated on the host (shape, dtype) like
+  :mod:`hordax.envs.gymnasium_adapter`.
 """
 
 from __future__ import annotations
@@ -98,7 +102,8 @@ class PettingZooParallelEnv(ParallelEnv):
             self._key = jax.random.key(seed)
         self._key, key = jax.random.split(self._key)
         obs, self._state = self._reset(key, self.params)
-        self.agents = list(self.possible_agents)
+        active = np.asarray(self.env.agent_mask(self._state, self.params))
+        self.agents = [a for a, on in zip(self.possible_agents, active, strict=True) if on]
         return self._obs_dict(obs, self.agents), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
@@ -114,12 +119,20 @@ class PettingZooParallelEnv(ParallelEnv):
             if a in actions:  # an agent's own action; trailing entries of a wider stack stay 0
                 row = check_action(actions[a], self._act_spaces[a])
                 stacked[(i, *(slice(0, d) for d in row.shape))] = row
+        missing = [a for a in self.agents if a not in actions]
+        if missing:  # a live agent's action is never made up (PettingZoo's wrappers refuse too)
+            raise ValueError(f"no action for live agents {missing}; live: {self.agents}")
         self._key, key = jax.random.split(self._key)
         obs, self._state, reward, terminated, truncated, info = self._step(
             key, self._state, jnp.asarray(stacked), self.params
         )
         live = list(self.agents)
-        agent_done = np.asarray(info["agent_terminated"]) | bool(terminated)
+        # an agent ends when it terminates, or when it is no longer active (agent_mask)
+        agent_done = (
+            np.asarray(info["agent_terminated"])
+            | ~np.asarray(info["agent_mask"])
+            | bool(terminated)
+        )
         index = {a: i for i, a in enumerate(self.possible_agents)}
         terminations = {a: bool(agent_done[index[a]]) for a in live}
         truncations = {a: bool(truncated) for a in live}

@@ -63,3 +63,24 @@ def test_dict_view__bad_actions_and_single_agent_envs_are_refused():
         view.step(KEY, state, {"speaker_0": 1, "listener_0": 2, "bob": 0}, params)
     with pytest.raises(ValueError, match="single-agent"):
         DictView(hordax.make("CartPole-v1")[0])
+
+
+def test_dict_view__an_inactive_agent_stays_done():
+    """JaxMARL's convention (SMAX's dead agents): an agent that does not act is done on every
+    step, not only on the step it ended. A GPUDrive scene's padding slot (``agent_mask``
+    False from the reset on, ``agent_terminated`` never True) is done on every step; the
+    live agents are not until they end."""
+    from hordax.envs.driving.env import DriveLog
+
+    env = DriveLog(num_agents=4, max_objects=8, max_partners=4, max_road_points=16)
+    params = env.default_params
+    view = DictView(env)
+    _, state = view.reset(KEY, params)
+    assert np.asarray(env.agent_mask(state, params)).tolist() == [True, True, True, False]
+    step = jax.jit(view.step)
+    actions = {name: jnp.int32(45) for name in view.agents}  # accel 0, straight
+    for t in range(3):
+        _, state, rewards, dones, info = step(jax.random.key(t), state, actions, params)
+        assert not bool(info["agent_terminated"][3]) and not bool(info["agent_mask"][3])
+        assert bool(dones["agent_3"]) and float(rewards["agent_3"]) == 0.0
+        assert not any(bool(dones[a]) for a in ("agent_0", "agent_1", "agent_2", "__all__"))

@@ -48,5 +48,36 @@ def test_pettingzoo__bad_actions_and_single_agent_env_are_refused():
         env.step({"agent_0": np.zeros(3, np.float32)})
     with pytest.raises(ValueError, match="not live"):
         env.step({"agent_9": np.zeros(2, np.float32)})
+    # a live agent's missing action is refused, not sent as zeros
+    with pytest.raises(ValueError, match=r"no action for live agents \['agent_1'\]"):
+        env.step({a: np.zeros(2, np.float32) for a in ("agent_0", "agent_2")})
     with pytest.raises(ValueError, match="single-agent"):
         PettingZooParallelEnv("CartPole-v1")
+
+
+# parallel_api_test warns when an episode ends before every possible agent ended: the padding
+# slot is a possible agent (another scene may fill it) that never acts in this scene.
+@pytest.mark.filterwarnings("ignore:No agents present but not all possible_agents")
+def test_pettingzoo__inactive_slots_are_never_live_agents():
+    """A slot inactive from the start (``agent_mask`` False: padding, e.g. a GPUDrive scene
+    with fewer controllable vehicles than ``num_agents``) is not a live agent: PettingZoo's
+    ``agents`` lists the agents that act, so it is not in ``agents``, the observations,
+    rewards or done dicts, and an action for it is refused. Live agents end as before."""
+    from hordax.envs.driving.env import DriveLog
+
+    raw = DriveLog(num_agents=4, max_objects=8, max_partners=4, max_road_points=16)
+    env = PettingZooParallelEnv(raw)
+    obs, infos = env.reset(seed=0)
+    mask = np.asarray(raw.agent_mask(env._state, env.params))
+    assert mask.tolist() == [True, True, True, False]  # slot 3: padding
+    assert env.agents == ["agent_0", "agent_1", "agent_2"]
+    assert set(obs) == set(infos) == set(env.agents)
+    with pytest.raises(ValueError, match="not live"):
+        env.step({"agent_3": 45})
+    for _ in range(3):
+        live = list(env.agents)
+        obs, rew, term, trunc, info = env.step({a: 45 for a in live})
+        assert set(obs) == set(rew) == set(term) == set(trunc) == set(info) == set(live)
+        assert "agent_3" not in env.agents
+    short = raw.default_params.replace(max_steps_in_episode=10)
+    parallel_api_test(PettingZooParallelEnv(raw, short), num_cycles=25)

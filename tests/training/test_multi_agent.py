@@ -260,6 +260,50 @@ def test_bad_config__named_key():
         PPOTrainer(tc, IPPOConfig(team_ent_coef={"a": -1.0}), TwoTeams(), params)
 
 
+def test_bad_config__multi_agent_settings_need_a_multi_agent_env_and_trainer():
+    """Host checks, one line naming the key: a trainer without multi-agent support on a
+    multi-agent env (was a NotImplementedError traceback from the CLI), and IPPO's
+    per-agent settings on a single-agent env (were silently ignored: plain PPO ran)."""
+    import hordax
+    from hordax.agents.pqn import PQNConfig
+    from hordax.training.config import resolve
+    from hordax.training.trainers.pqn import PQNTrainer
+
+    tc = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64)
+    env, params = TwoTeams(), TwoTeams().default_params
+    with pytest.raises(ValueError, match=r"^agent\.name=pqn: .*multi-agent.*agent=ippo"):
+        PQNTrainer(tc, PQNConfig(), env, params, resolve(tc))
+    single, sp = hordax.make("CartPole-v1")
+    for cfg, key in (
+        (IPPOConfig(team_ent_coef={"nope": 0.1}), "agent.team_ent_coef"),
+        (IPPOConfig(team_hidden_sizes={"nope": [8]}), "agent.team_hidden_sizes"),
+        (IPPOConfig(agent_id=True), "agent.agent_id"),
+    ):
+        with pytest.raises(ValueError, match=rf"^{key}=.*single-agent"):
+            PPOTrainer(tc, cfg, single, sp)
+    PPOTrainer(tc, IPPOConfig(), single, sp)  # IPPO's defaults on one agent: plain PPO
+
+
+def test_bad_config__agent_ensemble_on_a_multi_agent_env_is_refused_before_training():
+    """``agent=ensemble`` combines single-agent policies (its evaluation builds one PPO
+    network over the stacked observation): on a multi-agent env the run trained to the end
+    and then died with ``KeyError: 'actor'``; now it is refused up front, naming the key."""
+    from hordax.training.config import EnsembleConfig, PopulationConfig, TrainConfig
+    from hordax.training.trainers import make_trainer, validate
+
+    tc = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64)
+    for agent, algorithms in ((IPPOConfig(), []), (IPPOConfig(), ["ippo", "mappo"])):
+        cfg = TrainConfig(
+            trainer=tc,
+            agent=agent,
+            population=PopulationConfig(size=2 if not algorithms else 1),
+            ensemble=EnsembleConfig(enabled=True, algorithms=algorithms),
+        )
+        env, params = TwoTeams(), TwoTeams().default_params
+        with pytest.raises(ValueError, match=r"^ensemble\.enabled=True: .*multi-agent"):
+            make_trainer(cfg, env, params, validate(cfg))
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.slow
 def test_ippo_learns_two_teams():

@@ -15,6 +15,7 @@ from hordax.training.core import report
 from hordax.training.core.env_stack import make_env_stack
 from hordax.training.core.normalization import normalizer_stats
 from hordax.training.core.types import Resolved
+from hordax.validation import need
 
 
 class UpdateLoop:
@@ -47,8 +48,14 @@ class UpdateLoop:
         resolved: Resolved,
         stack_cfg: Any = "agent",
     ):
-        if is_multi_agent(env) and not self.multi_agent_ok:
-            raise NotImplementedError(f"the {self.name} trainer supports single-agent envs")
+        need(
+            self.multi_agent_ok or not is_multi_agent(env),
+            "agent.name",
+            getattr(agent_cfg, "name", self.name.lower()),
+            f"the {self.name} trainer supports single-agent envs, and "
+            f"{type(getattr(env, 'unwrapped', env)).__name__} is multi-agent "
+            "(use agent=ippo or agent=mappo)",
+        )
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
         stack_cfg = agent_cfg if stack_cfg == "agent" else stack_cfg

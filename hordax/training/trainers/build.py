@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from hordax.envs.core import is_multi_agent
 from hordax.training.config import (
     ConfigError,
     TrainConfig,
@@ -67,6 +68,14 @@ def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved
     """The trainer a (validated) run config asks for: a mixed ensemble
     (``ensemble.algorithms``), a population (``population.size > 1``) or one run of
     ``agent.name``."""
+    _need(
+        not (cfg.ensemble.enabled and is_multi_agent(env)),
+        "ensemble.enabled",
+        cfg.ensemble.enabled,
+        "agent=ensemble combines single-agent policies, and "
+        f"{type(getattr(env, 'unwrapped', env)).__name__} is multi-agent (use agent=ippo or "
+        "agent=mappo; population.size trains several seeds)",
+    )
     if is_mixed(cfg):
         return MixedTrainer(cfg, env, env_params, resolved)
     trainer = algorithm(cfg.agent.name).trainer(cfg.trainer, cfg.agent, env, env_params, resolved)

@@ -90,6 +90,14 @@ class PPOTrainer(UpdateLoop):
                 agent_cfg, env, env_params, self.critic_obs, trainer_cfg, resolved.num_updates
             )
             return
+        for key, value in _multi_agent_settings(agent_cfg).items():
+            need(
+                False,
+                f"agent.{key}",
+                value,
+                f"a multi-agent setting, and {type(getattr(env, 'unwrapped', env)).__name__} "
+                "is a single-agent env (leave it unset)",
+            )
         obs_shape = agent_obs_shape(agent_cfg, env, env_params)
         self.agent = make_agent(agent_cfg, obs_shape, self.action_space, resolved.num_updates)
 
@@ -176,6 +184,20 @@ class PPOTrainer(UpdateLoop):
 
 
 _SEQ = ("obs", "action", "log_prob", "value", "advantage", "target")
+
+
+def _multi_agent_settings(agent_cfg: Any) -> dict[str, Any]:
+    """The multi-agent-only settings of ``agent_cfg`` that are set (``agent_id``,
+    ``team_hidden_sizes``, ``team_ent_coef``): a single-agent run has no agent axis or teams
+    for them, so it refuses them rather than run plain PPO without them."""
+    out = {}
+    if getattr(agent_cfg, "agent_id", False):
+        out["agent_id"] = agent_cfg.agent_id
+    for key in ("team_hidden_sizes", "team_ent_coef"):
+        value = dict(getattr(agent_cfg, key, None) or {})
+        if value:
+            out[key] = value
+    return out
 
 
 def agent_obs_shape(agent_cfg: Any, env: Any, env_params: Any) -> tuple | dict:
