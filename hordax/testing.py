@@ -1561,7 +1561,9 @@ def check_multi_agent(
 ) -> None:
     """Agent axis: obs/action leading axis ``num_agents``, reward ``(n,)``, scalar flags.
 
-    Also ``info["agent_terminated"]`` and ``info["agent_mask"]`` ``bool[n_agents]``.
+    Also ``info["agent_terminated"]`` and ``info["agent_mask"]`` ``bool[n_agents]``, an
+    agent leaving a running episode marked in ``agent_terminated``, and the teams and
+    per-agent spaces consistent with the stack.
     """
     prop = "multi_agent"
     params, key = _params(env, params), _key(key)
@@ -1598,9 +1600,30 @@ def check_multi_agent(
                     f"{what} leaf {path or '<root>'} has shape {x.shape[1:]}, "
                     f"want a leading agent axis of {n}",
                 )
+    _check_leaving_agents_terminate(env, params, traj)
     _check_teams(env, params, traj)
     if has_critic_observation(env):
         check_critic_observation(env, params, key, num_steps)
+
+
+def _check_leaving_agents_terminate(env: Any, params: Any, traj: Trajectory) -> None:
+    """An agent that leaves a running episode (active in the state it acted in, inactive in
+    the state the step returns, the episode going on) is marked in
+    ``info["agent_terminated"]`` on that step: trainers cut an agent's advantage trace only
+    there, so a silent deactivation would bootstrap from the value of a state the agent is
+    no longer in (docs/env_protocol.md, "Multi agent")."""
+    acting = np.asarray(jax.vmap(lambda s: env.agent_mask(s, params))(traj.state))
+    after = np.asarray(traj.info["agent_mask"])
+    going_on = ~(np.asarray(traj.terminated) | np.asarray(traj.truncated))
+    silent = acting & ~after & ~np.asarray(traj.info["agent_terminated"]) & going_on[:, None]
+    if silent.any():
+        t, i = np.argwhere(silent)[0]
+        _fail(
+            env,
+            "multi_agent",
+            f"agent {i} was active at step {t} and inactive after it, the episode going on, "
+            'but info["agent_terminated"] does not mark it',
+        )
 
 
 def _check_teams(env: Any, params: Any, traj: Trajectory) -> None:

@@ -140,6 +140,26 @@ class TeamIndexTooShort(MultiPointMass):
         return (0,)
 
 
+class LeavesSilently(MultiPointMass):
+    """Agent 0 becomes inactive after its second step, ``agent_terminated`` never saying so."""
+
+    def _gone(self, state):
+        return (jnp.arange(self.num_agents) == 0) & (state.time >= 2)
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return (
+            obs,
+            state,
+            reward,
+            terminated,
+            {**info, "agent_mask": self.agent_mask(state, params)},
+        )
+
+    def agent_mask(self, state, params):
+        return super().agent_mask(state, params) & ~self._gone(state)
+
+
 class CriticObsNotFinite(PointMass):
     def critic_observation(self, state, params):
         return jnp.full((3,), jnp.nan)
@@ -218,6 +238,7 @@ CASES = [
     (SummedReward, testing.check_multi_agent, r"reward is float32\[\], want float32\[3\]"),
     (PaddingNotZero, testing.check_multi_agent, r"agent 0: observation entries past its own"),
     (TeamIndexTooShort, testing.check_multi_agent, r"team_index=\(0,\) needs 3 entries"),
+    (LeavesSilently, testing.check_multi_agent, r"agent 0 was active at step 1 and inactive"),
     (CriticObsNotFinite, testing.check_critic_observation, "critic observation is not finite"),
     (FloatFrames, testing.check_render, r"got float32\[96, 96, 3\]"),
 ]
