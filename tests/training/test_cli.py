@@ -93,6 +93,10 @@ BAD_INPUT = [
         ["agent=pqn", "population.size=2", "population.hparams.gamma=[0.9,0.99]"],
         "population.hparams.gamma: unknown; allowed names are ['learning_rate', 'q_lambda'",
     ),
+    (
+        ["agent=pqn", "population.size=2", "population.hparams.q_lambda=[0.5,1.5]"],
+        "population.hparams.q_lambda=[0.5, 1.5]: member 1: agent.q_lambda=1.5: must be in [0, 1]",
+    ),
     (["agent=pqn", "env=Pendulum-v1"], "agent=pqn needs a Discrete action space"),
     # agent=pql (moved here from tests/training/test_off_policy.py; exact text checked below)
     (["env=Pendulum-v1", "agent=pql", "agent.n_step=9"], PQL_N_STEP),

@@ -304,6 +304,20 @@ def test_schedule__performs_exactly_the_configured_updates():
     assert max(jax.tree.leaves(diff)) > 0
 
 
+@pytest.mark.slow
+def test_chunk_row__counts_are_those_at_the_chunk_end():
+    """A chunk's metrics row reports the running counts (critic_updates, actor_updates,
+    buffer_size) as they stand after its last update, as the parallel mode's rows do: the
+    mean over the chunk's updates is no count the run ever had (6, 12, .. 30 -> 18)."""
+    trainer, resolved = _tiny()
+    state, m = jax.jit(trainer.train)(jax.random.key(0))
+    row = trainer.chunk_row(jax.device_get(m))
+    assert row["critic_updates"] == int(state.agent.critic_updates) == 30
+    assert row["actor_updates"] == int(state.agent.actor_updates) == 10
+    assert row["buffer_size"] == int(state.buffer.size) == 64
+    assert row["critic_loss"] == pytest.approx(float(np.mean(m["critic_loss"])))  # still a mean
+
+
 @pytest.mark.parametrize(
     "agent,trainer,message",
     [

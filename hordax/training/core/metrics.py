@@ -10,6 +10,10 @@ import jax.numpy as jnp
 
 #: Prefix of the ``bool[]`` flags read by the NaN guard (:func:`report.check_finite`).
 NONFINITE_PREFIX = "nonfinite/"
+#: Metrics that are running totals (their value after each update: PQL's update counts and
+#: replay size): a chunk's row reports the last one, the total at the chunk's end
+#: (:func:`report.summarize_chunk`), not the mean over its updates.
+RUNNING_TOTALS = frozenset({"critic_updates", "actor_updates", "buffer_size"})
 
 
 def episode_metrics(info: dict) -> dict[str, jax.Array]:

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hordax.training.core.metrics import NONFINITE_PREFIX
+from hordax.training.core.metrics import NONFINITE_PREFIX, RUNNING_TOTALS
 
 
 class NonFiniteError(RuntimeError):
@@ -18,13 +18,17 @@ class NonFiniteError(RuntimeError):
 
 
 def summarize_chunk(metrics: dict[str, np.ndarray]) -> dict[str, float]:
-    """Chunk means: episode statistics weighted by episode count, others plain means."""
+    """Chunk means: episode statistics weighted by episode count, running totals
+    (:data:`~hordax.training.core.metrics.RUNNING_TOTALS`) their value after the chunk's
+    last update, others plain means."""
     count = float(np.sum(metrics["episode_count"]))
     row: dict[str, float] = {"episodes": count}
     for name, value in metrics.items():
         if name == "episode_count" or name.startswith(NONFINITE_PREFIX):
             continue
-        if name.endswith("_sum"):
+        if name in RUNNING_TOTALS:
+            row[name] = float(np.asarray(value).reshape(-1)[-1])
+        elif name.endswith("_sum"):
             row[name[: -len("_sum")]] = float(np.sum(value)) / count if count else math.nan
         else:
             row[name] = float(np.mean(value))

@@ -3,6 +3,8 @@ for (one algorithm, a population of it, or a mixed ensemble), both through the r
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 from typing import Any
 
@@ -56,12 +58,35 @@ def validate(cfg: TrainConfig) -> Resolved:
     )
     validate_seed(cfg)
     _as_config_error(alg.validate, cfg.agent, cfg.trainer)
+    validate_member_hparams(cfg, alg)
     if alg.validate_run is not None:
         _as_config_error(alg.validate_run, cfg.agent, cfg)
     if ens.enabled and alg.check_member is not None:  # may it be an ensemble member?
         _as_config_error(alg.check_member, cfg.agent)
     _as_config_error(validate_curriculum, cfg.curriculum, cfg)
     return resolve(cfg)
+
+
+def _with_value(agent_cfg: Any, name: str, value: Any) -> Any:
+    """A copy of ``agent_cfg`` with ``name = value``."""
+    if dataclasses.is_dataclass(agent_cfg):
+        return dataclasses.replace(agent_cfg, **{name: value})
+    out = copy.copy(agent_cfg)
+    setattr(out, name, value)
+    return out
+
+
+def validate_member_hparams(cfg: TrainConfig, alg: Any) -> None:
+    """Every member's value in ``population.hparams`` passes the check of ``agent.<name>``
+    (the population replaces the agent config's value with it inside the program, where
+    nothing checks it); ``ConfigError`` naming the list, the member and the rule."""
+    for name, values in cfg.population.hparams.items():
+        values = list(values)
+        for i, value in enumerate(values):
+            try:
+                alg.validate(_with_value(cfg.agent, name, value), cfg.trainer)
+            except ValueError as e:
+                raise ConfigError(f"population.hparams.{name}={values}: member {i}: {e}") from None
 
 
 def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved) -> Any:
