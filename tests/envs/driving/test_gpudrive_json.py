@@ -69,6 +69,27 @@ def test_json__env_slots_and_log_replay():
         assert float(reward[3]) == 0.0 and not bool(info["agent_mask"][3])  # padding slot
 
 
+def test_json__unset_and_other_objects_load_and_are_not_simulated(tmp_path):
+    """GPUDrive's Waymo converter writes WOMD's TYPE_UNSET / TYPE_OTHER tracks as objects
+    typed 'unset' / 'other'; GPUDrive reads them as invalid objects. Such a file loads (it
+    was refused: "objects[6].type = 'other': must be one of ...") and those objects take no
+    slot, so the env's arrays are those of the file without them."""
+    data = _raw()
+    for name in ("other", "unset"):
+        extra = json.loads(json.dumps(data["objects"][4]))  # the pedestrian, retyped
+        extra.update(type=name, id=100 + len(data["objects"]))
+        data["objects"].append(extra)
+    path = tmp_path / "womd.json"
+    path.write_text(json.dumps(data))
+    assert gj.load(str(path)).kind[6:] == ["other", "unset"]
+    env = DriveLog(files=str(path), num_agents=4, max_objects=8, max_partners=4)
+    plain = DriveLog(num_agents=4, max_objects=8, max_partners=4)
+    got, want = env.default_params.scenes, plain.default_params.scenes
+    assert np.asarray(got.kind[0]).tolist() == [1, 1, 1, 0, 1, 2, 3, 0]
+    for field in ("valid", "kind", "controlled", "size", "goal"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+
+
 def _write(tmp_path, data, name="bad.json"):
     path = tmp_path / name
     path.write_text(json.dumps(data))
