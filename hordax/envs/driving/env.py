@@ -65,6 +65,7 @@ REWARD_TYPES = ("weighted", "sparse")
 STEER_SPACINGS = ("linear", "quadratic")
 SPLITS = ("all", "train", "test")
 PROGRESS = ("euclidean", "route")
+LOG_DT = 0.1  # s: GPUDrive's JSON logs (WOMD) are 10 Hz
 
 
 @struct.dataclass
@@ -943,6 +944,16 @@ class DriveLog(_Driving):
         self.random_reset = len(files) > 1
         self._default = DriveParams(scenes=stack_logs(logs, min_roads=self.max_road_points))
         self.validate_params(self._default)
+
+    def validate_params(self, params: DriveParams) -> None:
+        super().validate_params(params)
+        need(
+            _all(params.dt, lambda x: np.abs(x - LOG_DT) < 1e-6),
+            "params.dt",
+            _show(params.dt),
+            f"must be {LOG_DT} s: the logs are replayed one {LOG_DT} s log step per env step, "
+            "so another dt moves the controlled agents at another rate than the logged objects",
+        )
 
     def _validate_scenes(self, sc) -> None:
         for name in ("traj", "size", "goal"):

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 
+import hordax
 from hordax.envs.driving import gpudrive_json as gj
 from hordax.envs.driving.env import Drive, DriveLog
 from hordax.envs.driving.roadgraph import Lanelet, build_map
@@ -88,6 +89,20 @@ def test_json__unset_and_other_objects_load_and_are_not_simulated(tmp_path):
     assert np.asarray(got.kind[0]).tolist() == [1, 1, 1, 0, 1, 2, 3, 0]
     for field in ("valid", "kind", "controlled", "size", "goal"):
         np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+
+
+def test_json__log_replay_refuses_another_time_step():
+    """The logs advance one 0.1 s step per env step whatever params.dt is, so another dt
+    would move the controlled agents at another rate than the replayed objects around them
+    (dt=0.05: half as far per logged step); it is refused where params are checked
+    (make's overrides included), naming the field."""
+    env = DriveLog(max_partners=4, max_road_points=16)
+    env.validate_params(env.default_params)
+    for dt in (0.05, 0.2):
+        with pytest.raises(ValueError, match=rf"params\.dt={dt}: must be 0\.1 s"):
+            env.validate_params(env.default_params.replace(dt=dt))
+    with pytest.raises(ValueError, match=r"params\.dt=0\.2: must be 0\.1 s"):
+        hordax.make("Drive-GPUDriveJSON-v0", dt=0.2, max_partners=4, max_road_points=16)
 
 
 def _write(tmp_path, data, name="bad.json"):
