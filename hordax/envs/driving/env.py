@@ -911,7 +911,10 @@ class DriveLog(_Driving):
         files: GPUDrive JSON scene files (default: the shipped hand-made example); one is
             drawn per episode, so with a single file the reset is deterministic
             (``random_reset`` False).
-        num_agents: controlled slots (files with fewer controllable vehicles pad them).
+        num_agents: controlled slots (files with fewer controllable vehicles pad them; an
+            agent that starts within ``params.goal_radius`` of its goal, possible when that
+            is raised above the 2 m the agents are picked with, is not spawned: it stays at
+            its start as an obstacle, masked and out of the metrics).
         max_objects: object slots in all (controlled + replayed); a file with more objects
             is refused, naming the file and field.
         **options: keyword arguments of :class:`_Driving`.
@@ -974,8 +977,12 @@ class DriveLog(_Driving):
         index = jnp.minimum((jax.random.uniform(key) * count).astype(jnp.int32), count - 1)
         sc = scene_at(params.scenes, index)
         exists = sc.valid[:, 0]
-        spawned = sc.controlled[:n] & exists[:n]
         start = sc.traj[:, 0]
+        # the agents were picked with the default goal radius; one that starts within
+        # params.goal_radius (a larger one) would "arrive" on its first step without
+        # driving: it is not spawned (masked, out of the metrics) and stays where it starts
+        trivial = jnp.linalg.norm(sc.goal[:n] - start[:n, 0:2], axis=-1) <= params.goal_radius
+        spawned = sc.controlled[:n] & exists[:n] & ~trivial
         state = self._start(
             index,
             start[:, 0:2],

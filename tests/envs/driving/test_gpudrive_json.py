@@ -105,6 +105,26 @@ def test_json__log_replay_refuses_another_time_step():
         hordax.make("Drive-GPUDriveJSON-v0", dt=0.2, max_partners=4, max_road_points=16)
 
 
+def test_json__an_agent_starting_within_the_goal_radius_is_not_spawned():
+    """The controlled agents are picked at construction with the default 2 m radius; with a
+    larger params.goal_radius an agent may start within it. It was spawned and "reached"
+    its goal on its first step without driving (reward 1, goal_rate 1/3 here); now it is not
+    spawned: masked, reward 0, out of the metrics, left at its start as an obstacle."""
+    env = DriveLog(num_agents=4, max_objects=8, max_partners=4, max_road_points=16)
+    params = env.default_params.replace(goal_radius=50.0)  # agent 2 starts 45 m from its goal
+    obs, state = env.reset(jax.random.key(0), params)
+    dist = np.asarray(state.goal_dist)
+    assert dist[0] > 50.0 and dist[1] > 50.0 and dist[2] < 50.0
+    assert np.asarray(state.active).tolist() == [True, True, False, False]
+    assert bool(state.exists[2])  # still in the scene, where the log starts it
+    coast = np.full(4, 3 + 7 * 6, np.int32)
+    obs, nxt, reward, term, trunc, info = jax.jit(env.step)(jax.random.key(1), state, coast, params)
+    assert np.asarray(reward).tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert not np.asarray(info["agent_terminated"]).any()
+    assert float(info["metrics"]["goal_rate"]) == 0.0
+    np.testing.assert_array_equal(np.asarray(nxt.pos[2]), np.asarray(state.pos[2]))
+
+
 def _write(tmp_path, data, name="bad.json"):
     path = tmp_path / name
     path.write_text(json.dumps(data))
