@@ -762,6 +762,16 @@ class Drive(_Driving):
         self._default = DriveParams(scenes=self._scenes)
         self.validate_params(self._default)
 
+    def validate_params(self, params: DriveParams) -> None:
+        super().validate_params(params)
+        need(
+            bool(np.all(np.asarray(params.goal_radius) < np.asarray(params.goal_min_distance))),
+            "params.goal_radius",
+            _show(params.goal_radius),
+            f"must be < params.goal_min_distance={_show(params.goal_min_distance)}: a goal "
+            "drawn within the radius of the spawn is reached on the first step without driving",
+        )
+
     def _validate_scenes(self, scenes) -> None:
         lanes = scenes.lanes
         for name in ("pts", "cum", "length", "speed_limit", "spawn_s"):

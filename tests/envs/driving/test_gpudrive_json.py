@@ -202,3 +202,12 @@ def test_maps__zero_lanes_and_more_agents_than_slots():
         Drive(scenes="Atlantis")
     with pytest.raises(ValueError, match=r"discrete actions need dynamics 'classic' or 'bicycle'"):
         Drive(dynamics="delta_local")
+
+
+def test_maps__a_goal_radius_that_reaches_the_nearest_goals_is_refused():
+    """Goals are drawn 15-45 m along the route: a radius of 20 m would credit an agent whose
+    goal was drawn within it with its goal on the first step, without driving."""
+    with pytest.raises(
+        ValueError, match=r"params\.goal_radius=20\.0: must be < params\.goal_min_distance=15\.0"
+    ):
+        hordax.make("Drive-IntersectionSmall-v0", goal_radius=20.0)
