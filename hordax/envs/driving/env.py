@@ -993,11 +993,12 @@ class DriveLog(_Driving):
         # driving: it is not spawned (masked, out of the metrics) and stays where it starts
         trivial = jnp.linalg.norm(sc.goal[:n] - start[:n, 0:2], axis=-1) <= params.goal_radius
         spawned = sc.controlled[:n] & exists[:n] & ~trivial
+        standing = jnp.zeros(self._m, bool).at[:n].set(~spawned)  # agent slots left out
         state = self._start(
             index,
             start[:, 0:2],
             start[:, 2],
-            start[:, 3:5],
+            jnp.where(standing[:, None], 0.0, start[:, 3:5]),
             sc.size,
             sc.kind,
             exists,

@@ -116,7 +116,8 @@ def test_json__an_agent_starting_within_the_goal_radius_is_not_spawned():
     dist = np.asarray(state.goal_dist)
     assert dist[0] > 50.0 and dist[1] > 50.0 and dist[2] < 50.0
     assert np.asarray(state.active).tolist() == [True, True, False, False]
-    assert bool(state.exists[2])  # still in the scene, where the log starts it
+    assert bool(state.exists[2])  # still in the scene, where the log starts it, standing
+    np.testing.assert_array_equal(np.asarray(state.vel[2]), 0.0)
     coast = np.full(4, 3 + 7 * 6, np.int32)
     obs, nxt, reward, term, trunc, info = jax.jit(env.step)(jax.random.key(1), state, coast, params)
     assert np.asarray(reward).tolist() == [0.0, 0.0, 0.0, 0.0]
