@@ -458,8 +458,11 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         pos, yaw, vel = state.pos[:n], state.yaw[:n], state.vel[:n]
         if self.dynamics in ("classic", "bicycle"):
             speed = jnp.linalg.norm(vel, axis=-1)
-            # speeds stay in [0, max_speed]: the acceleration is limited, not the result
-            accel = jnp.clip(u[:, 0], -speed / dt, (params.max_speed - speed) / dt)
+            # speeds stay in [0, max_speed]: the acceleration is limited, not the result; an
+            # agent already faster (a logged start) cannot speed up but is not snapped down
+            # (that was a one-step brake far past what the infeasibility test allows)
+            top = jnp.maximum((params.max_speed - speed) / dt, 0.0)
+            accel = jnp.clip(u[:, 0], -speed / dt, top)
             if self.dynamics == "classic":
                 pos, yaw, speed = dyn.classic_step(
                     pos, yaw, speed, accel, u[:, 1], state.size[:n, 0], dt

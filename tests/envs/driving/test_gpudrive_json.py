@@ -126,6 +126,24 @@ def test_json__an_agent_starting_within_the_goal_radius_is_not_spawned():
     np.testing.assert_array_equal(np.asarray(nxt.pos[2]), np.asarray(state.pos[2]))
 
 
+def test_json__an_agent_logged_faster_than_max_speed_is_not_snapped_down():
+    """The bicycle models cap the speed at params.max_speed by limiting the acceleration;
+    an agent whose log starts faster (agent 0 at 8 m/s, max_speed 5) was forced down to the
+    cap in one step: a -30 m/s^2 step that the env itself then flagged kinematically
+    infeasible. Now it cannot speed up past the cap but keeps its speed unless it brakes."""
+    env = DriveLog(num_agents=4, max_objects=8, max_partners=4, max_road_points=16)
+    params = env.default_params.replace(max_speed=5.0, init_speed_max=5.0)
+    grid = np.asarray(env.action_grid(params))
+    coast, full = (int(np.argmin(np.hypot(grid[:, 0] - a, grid[:, 1]))) for a in (0.0, 4.0))
+    _, state = env.reset(jax.random.key(0), params)
+    step = jax.jit(env.step)
+    for a, want in ((coast, 8.0), (full, 8.0)):
+        action = np.array([a, coast, coast, coast], np.int32)
+        _, nxt, _, _, _, info = step(jax.random.key(1), state, action, params)
+        assert abs(float(np.hypot(*np.asarray(nxt.vel[0]))) - want) < 1e-4
+        assert not np.asarray(info["reward_terms"]["infeasible"]).any()
+
+
 def _write(tmp_path, data, name="bad.json"):
     path = tmp_path / name
     path.write_text(json.dumps(data))
