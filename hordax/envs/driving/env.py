@@ -65,6 +65,9 @@ REWARD_TYPES = ("weighted", "sparse")
 STEER_SPACINGS = ("linear", "quadratic")
 SPLITS = ("all", "train", "test")
 PROGRESS = ("euclidean", "route")
+LOG_DT = 0.1  # s: GPUDrive's JSON logs (WOMD) are 10 Hz
+#: rad: room for the float32 rounding of two yaws in [-pi, pi) (~5e-7) in the infeasibility test
+YAW_ROUNDING = 1e-5
 
 
 @struct.dataclass
@@ -455,8 +458,11 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         pos, yaw, vel = state.pos[:n], state.yaw[:n], state.vel[:n]
         if self.dynamics in ("classic", "bicycle"):
             speed = jnp.linalg.norm(vel, axis=-1)
-            # speeds stay in [0, max_speed]: the acceleration is limited, not the result
-            accel = jnp.clip(u[:, 0], -speed / dt, (params.max_speed - speed) / dt)
+            # speeds stay in [0, max_speed]: the acceleration is limited, not the result; an
+            # agent already faster (a logged start) cannot speed up but is not snapped down
+            # (that was a one-step brake far past what the infeasibility test allows)
+            top = jnp.maximum((params.max_speed - speed) / dt, 0.0)
+            accel = jnp.clip(u[:, 0], -speed / dt, top)
             if self.dynamics == "classic":
                 pos, yaw, speed = dyn.classic_step(
                     pos, yaw, speed, accel, u[:, 1], state.size[:n, 0], dt
@@ -515,9 +521,18 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         accel_r, curv_r = dyn.invertible_inverse(
             state.yaw[:n], state.vel[:n], yaw_a, vel_a, params.dt
         )
+        # the curvature test on the yaw it implies: |dyaw| = |curvature| x travel against the
+        # limit's yaw over the same travel, with room for the float32 rounding of the two
+        # yaws (read back from a tiny travel, that rounding alone passed the limit: 17 % of
+        # agents creeping from rest at full lock were flagged)
+        speeds = jnp.linalg.norm(state.vel[:n], axis=-1) + jnp.linalg.norm(vel_a, axis=-1)
+        travel = 0.5 * speeds * params.dt  # speed dt + accel dt^2 / 2
         infeasible = acting & (
             (jnp.abs(accel_r) > params.infeasible_accel * 1.001)
-            | (jnp.abs(curv_r) > params.infeasible_curvature * 1.001)
+            | (
+                jnp.abs(curv_r) * travel
+                > params.infeasible_curvature * 1.001 * travel + YAW_ROUNDING
+            )
         )
         dist = jnp.linalg.norm(new.goal - pos_a, axis=-1)
         arrived = acting & (dist <= params.goal_radius)
@@ -761,6 +776,16 @@ class Drive(_Driving):
         self._default = DriveParams(scenes=self._scenes)
         self.validate_params(self._default)
 
+    def validate_params(self, params: DriveParams) -> None:
+        super().validate_params(params)
+        need(
+            bool(np.all(np.asarray(params.goal_radius) < np.asarray(params.goal_min_distance))),
+            "params.goal_radius",
+            _show(params.goal_radius),
+            f"must be < params.goal_min_distance={_show(params.goal_min_distance)}: a goal "
+            "drawn within the radius of the spawn is reached on the first step without driving",
+        )
+
     def _validate_scenes(self, scenes) -> None:
         lanes = scenes.lanes
         for name in ("pts", "cum", "length", "speed_limit", "spawn_s"):
@@ -910,7 +935,10 @@ class DriveLog(_Driving):
         files: GPUDrive JSON scene files (default: the shipped hand-made example); one is
             drawn per episode, so with a single file the reset is deterministic
             (``random_reset`` False).
-        num_agents: controlled slots (files with fewer controllable vehicles pad them).
+        num_agents: controlled slots (files with fewer controllable vehicles pad them; an
+            agent that starts within ``params.goal_radius`` of its goal, possible when that
+            is raised above the 2 m the agents are picked with, is not spawned: it stays at
+            its start as an obstacle, masked and out of the metrics).
         max_objects: object slots in all (controlled + replayed); a file with more objects
             is refused, naming the file and field.
         **options: keyword arguments of :class:`_Driving`.
@@ -944,6 +972,16 @@ class DriveLog(_Driving):
         self._default = DriveParams(scenes=stack_logs(logs, min_roads=self.max_road_points))
         self.validate_params(self._default)
 
+    def validate_params(self, params: DriveParams) -> None:
+        super().validate_params(params)
+        need(
+            _all(params.dt, lambda x: np.abs(x - LOG_DT) < 1e-6),
+            "params.dt",
+            _show(params.dt),
+            f"must be {LOG_DT} s: the logs are replayed one {LOG_DT} s log step per env step, "
+            "so another dt moves the controlled agents at another rate than the logged objects",
+        )
+
     def _validate_scenes(self, sc) -> None:
         for name in ("traj", "size", "goal"):
             v = getattr(sc, name)
@@ -963,13 +1001,18 @@ class DriveLog(_Driving):
         index = jnp.minimum((jax.random.uniform(key) * count).astype(jnp.int32), count - 1)
         sc = scene_at(params.scenes, index)
         exists = sc.valid[:, 0]
-        spawned = sc.controlled[:n] & exists[:n]
         start = sc.traj[:, 0]
+        # the agents were picked with the default goal radius; one that starts within
+        # params.goal_radius (a larger one) would "arrive" on its first step without
+        # driving: it is not spawned (masked, out of the metrics) and stays where it starts
+        trivial = jnp.linalg.norm(sc.goal[:n] - start[:n, 0:2], axis=-1) <= params.goal_radius
+        spawned = sc.controlled[:n] & exists[:n] & ~trivial
+        standing = jnp.zeros(self._m, bool).at[:n].set(~spawned)  # agent slots left out
         state = self._start(
             index,
             start[:, 0:2],
             start[:, 2],
-            start[:, 3:5],
+            jnp.where(standing[:, None], 0.0, start[:, 3:5]),
             sc.size,
             sc.kind,
             exists,

@@ -3,7 +3,8 @@
 One file per scene (anchors: GPUDrive ``data/processed``): ``objects`` (each with
 ``position`` (T ``{x, y, z}``), ``velocity`` (T ``{x, y}``), ``heading`` (T floats),
 ``valid`` (T bools), ``width``, ``length``, ``height``, ``goalPosition`` ``{x, y, z}``,
-``type`` ``vehicle | pedestrian | cyclist``, ``id``, optional ``mark_as_expert``),
+``type`` ``vehicle | pedestrian | cyclist`` (or ``unset | other``: loaded, not simulated,
+as in GPUDrive), ``id``, optional ``mark_as_expert``),
 ``roads`` (each with ``geometry`` (``{x, y}`` points), ``type`` ``road_edge | road_line |
 lane | crosswalk | speed_bump | stop_sign`` (``driveway`` is read as ``other``), ``id``),
 ``name``, ``scenario_id``, ``tl_states``, ``metadata``. Files converted from the Waymo Open
@@ -27,6 +28,11 @@ import numpy as np
 from hordax.envs.driving.roadgraph import ROAD_TYPES, densify, simplify
 
 OBJECT_TYPES = {"vehicle": 1, "pedestrian": 2, "cyclist": 3}
+#: the other object types GPUDrive's Waymo converter writes (WOMD's ``TYPE_UNSET`` and
+#: ``TYPE_OTHER`` tracks): GPUDrive's simulator reads them as invalid objects and does not
+#: simulate them; :func:`load` keeps them (``dump`` writes them back), :func:`log_arrays`
+#: leaves them out of the env's object slots
+UNSIMULATED_TYPES = ("unset", "other")
 JSON_ROAD_TYPES = {
     "road_edge": "road_edge",
     "road_line": "road_line",
@@ -150,8 +156,11 @@ def load(path: str) -> JsonScene:
         if min(dims) <= 0:
             r.fail(f"{f}.length/width", f"= {dims}: must be > 0")
         t_name = r.get(o, "type", f, str)
-        if t_name not in OBJECT_TYPES:
-            r.fail(f"{f}.type", f"= {t_name!r}: must be one of {sorted(OBJECT_TYPES)}")
+        if t_name not in OBJECT_TYPES and t_name not in UNSIMULATED_TYPES:
+            r.fail(
+                f"{f}.type",
+                f"= {t_name!r}: must be one of {sorted(OBJECT_TYPES) + list(UNSIMULATED_TYPES)}",
+            )
         g = r.get(o, "goalPosition", f, dict)
         goal.append([r.number(g, a, f"{f}.goalPosition") for a in "xy"])
         pos.append(p)
@@ -250,9 +259,11 @@ def log_arrays(
     """Pick the controlled agents (vehicles valid at step 0, not ``mark_as_expert``, goal
     farther than ``goal_radius``: GPUDrive's ``all_non_trivial``; the first ``num_agents`` in
     file order), put them in slots ``0..num_agents-1`` and every other object that is ever
-    valid after them; recentre on the mean of the objects' valid positions."""
+    valid after them (objects typed ``unset`` or ``other`` are left out, as GPUDrive does);
+    recentre on the mean of the simulated objects' valid positions."""
     name = os.path.basename(str(path))
-    ever = scene.valid.any(1)
+    simulated = np.array([k in OBJECT_TYPES for k in scene.kind])  # not 'unset' / 'other'
+    ever = scene.valid.any(1) & simulated
     start_ok = scene.valid[:, 0]
     trivial = np.hypot(*(scene.goal - scene.pos[:, 0]).T) <= goal_radius
     can = np.array([k == "vehicle" for k in scene.kind]) & start_ok & ~scene.expert & ~trivial
@@ -269,7 +280,7 @@ def log_arrays(
             f"but max_objects={max_objects} leaves {max_objects - num_agents} slots: raise "
             "max_objects"
         )
-    offset = scene.pos[scene.valid].mean(0)
+    offset = scene.pos[scene.valid & simulated[:, None]].mean(0)
     m, steps = max_objects, scene.pos.shape[1]
     slots = ctrl + [-1] * (num_agents - len(ctrl)) + others
     slots += [-1] * (m - len(slots))

@@ -7,10 +7,14 @@ from __future__ import annotations
 import gzip
 import xml.etree.ElementTree as ET
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hordax.envs.driving.geometry import segment_hits_box
 from hordax.envs.driving.maps import MAPS, load_lanelets, load_map, map_path
+from hordax.envs.driving.scene import lane_pose, stack_maps
 
 
 def _xml(name: str) -> list[dict]:
@@ -134,3 +138,17 @@ def test_maps__no_curb_reaches_into_a_lane(name):
         # point on its neighbour's curb) no car drives its centre line: not checked there
         car_wide = w >= 1.0
         assert np.all((clearance > np.minimum(w / 4, 0.75))[car_wide]), name
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+def test_maps__no_spawn_slot_puts_a_car_across_a_curb(name):
+    """A car spawned at any slot, as large as Drive's default vehicles get (4.5 x 1.9 m +
+    10 %), crosses no road edge: else it is off-road on its first step whatever it does.
+    On exiD Aachen-Brand, whose gore lanes run 0.5-0.8 m from a curb, 4 of the 133 slots
+    did (2.9 % of the objects spawned there)."""
+    arrays = load_map(name)
+    lanes = jax.tree.map(lambda x: x[0], stack_maps([arrays]).lanes)
+    pos, yaw = lane_pose(lanes, jnp.asarray(arrays.spawn_lane), jnp.asarray(arrays.spawn_s))
+    edges = jnp.asarray(arrays.road_seg[arrays.road_type == 1])
+    hit = segment_hits_box(edges[None], pos[:, None], yaw[:, None], 4.5 * 1.1, 1.9 * 1.1)
+    assert not np.asarray(hit).any(), np.flatnonzero(np.asarray(hit).any(-1)).tolist()
