@@ -617,7 +617,8 @@ class _Driving(MultiAgentEnvironment[DriveState, DriveParams]):
         from hordax.envs.driving.render import render_scene
 
         scene = scene_at(params.scenes, int(state.scene))
-        return render_scene(scene.road, state, self._n)
+        radius = float(np.asarray(params.goal_radius))  # the ring an agent arrives within
+        return render_scene(scene.road, state, self._n, goal_radius=radius)
 
 
 # ----------------------------------------------------------------------------------------------

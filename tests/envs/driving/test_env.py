@@ -476,3 +476,13 @@ def test_env__undirected_lines_turn_edges_and_lines_ahead_and_leave_the_rest():
         assert np.all(rb[line, 4] >= 0)
         flipped += int(back.sum())
     assert flipped > 0
+
+
+def test_render__goal_rings_have_the_params_goal_radius():
+    """An agent's goal ring is drawn at ``params.goal_radius`` (the distance it arrives
+    within), not a fixed 2 m: frames of one state with a 1 m and a 4 m radius differ."""
+    env, params = hordax.make("Drive-IntersectionSmall-v0")
+    _, state = env.reset(jax.random.key(0), params)
+    small = env.render(state, params.replace(goal_radius=1.0))
+    large = env.render(state, params.replace(goal_radius=4.0))
+    assert np.any(small != large, axis=-1).sum() > 100
