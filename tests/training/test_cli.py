@@ -94,6 +94,14 @@ BAD_INPUT = [
         "population.hparams.gamma: unknown; allowed names are ['learning_rate', 'q_lambda'",
     ),
     (["agent=pqn", "env=Pendulum-v1"], "agent=pqn needs a Discrete action space"),
+    (
+        ["agent=pqn", "env=Debug-MultiPointMass-v0"],
+        "agent=pqn: the PQN trainer supports single-agent envs only",
+    ),
+    (
+        ["agent=pql", "env=Debug-MultiPointMass-v0"],
+        "agent=pql: the PQL trainer supports single-agent envs only",
+    ),
     # agent=pql (moved here from tests/training/test_off_policy.py; exact text checked below)
     (["env=Pendulum-v1", "agent=pql", "agent.n_step=9"], PQL_N_STEP),
 ]

@@ -272,3 +272,26 @@ def test_ippo_learns_two_teams():
     ret = metrics["episode_return_sum"][-5:].sum() / metrics["episode_count"][-5:].sum()
     # An episode is 8 steps, 1 per step for the rewarded action: random play gets ~1.9.
     assert float(ret) > 7.0, float(ret)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["pqn", "pql"])
+def test_single_agent_trainers__refuse_a_multi_agent_env_with_a_value_error(name):
+    """agent=pqn / agent=pql on a multi-agent env: a ValueError naming the agent and what to
+    use instead, which ``hordax train`` prints as one line (was a NotImplementedError, a
+    traceback from the CLI)."""
+    from hordax.agents.pql import PQLConfig
+    from hordax.agents.pqn import PQNConfig
+    from hordax.training.config import TrainConfig
+    from hordax.training.trainers import validate
+    from hordax.training.trainers.pql import PQLTrainer
+    from hordax.training.trainers.pqn import PQNTrainer
+
+    tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=1)
+    acfg = {"pqn": PQNConfig(num_minibatches=1), "pql": PQLConfig(batch_size=16, buffer_size=64)}
+    acfg = acfg[name]
+    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
+    trainer = {"pqn": PQNTrainer, "pql": PQLTrainer}[name]
+    env = MultiPointMass()
+    with pytest.raises(ValueError, match=rf"agent={name}: .* supports single-agent envs only"):
+        trainer(tcfg, acfg, env, env.default_params, resolved)

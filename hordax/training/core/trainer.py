@@ -48,7 +48,13 @@ class UpdateLoop:
         stack_cfg: Any = "agent",
     ):
         if is_multi_agent(env) and not self.multi_agent_ok:
-            raise NotImplementedError(f"the {self.name} trainer supports single-agent envs")
+            # ValueError: the CLI turns it into its one-line error (exit 2), not a traceback
+            env_name = getattr(env, "name", type(env).__name__)
+            raise ValueError(
+                f"agent={getattr(agent_cfg, 'name', self.name.lower())}: the {self.name} "
+                f"trainer supports single-agent envs only, and {env_name} is multi-agent; "
+                "use agent=ippo or agent=mappo"
+            )
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved
         self.env_params = env_params
         stack_cfg = agent_cfg if stack_cfg == "agent" else stack_cfg
