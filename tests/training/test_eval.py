@@ -241,6 +241,23 @@ def test_default_out__other_settings_never_overwrite_an_evaluation(tmp_path):
     assert default_out(str(tmp_path), "", row) == str(tmp_path / "eval.1.json")
 
 
+@pytest.mark.timeout(60)
+def test_run_eval__a_bad_env_params_field_is_named_as_given(tmp_path):
+    """``hordax eval RUN env_params.gravty=1``: the error names ``env_params.gravty`` (it
+    said ``params.gravty``, a key the eval command does not have); a range error too."""
+    from omegaconf import OmegaConf
+
+    from hordax.training.config import TrainConfig
+    from hordax.training.evaluation.run import EvalConfig, run_eval
+
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(TrainConfig)))
+    (tmp_path / "params.msgpack").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"^env_params\.gravty: unknown field of CartPole-v1"):
+        run_eval(EvalConfig(run_dir=str(tmp_path), env_params={"gravty": 1.0}))
+    with pytest.raises(ValueError, match=r"^env_params\.max_steps_in_episode=0: must be"):
+        run_eval(EvalConfig(run_dir=str(tmp_path), env_params={"max_steps_in_episode": 0}))
+
+
 BAD_EVAL = [
     (["eval", "no/such/run"], "run_dir='no/such/run'"),
     (["eval", "RUN", "episodes=0"], "episodes=0"),
@@ -249,7 +266,7 @@ BAD_EVAL = [
     (["eval", "RUN", "out=params.msgpack"], "out='params.msgpack'"),
     (["eval", "RUN", "video=x.avi"], "video='x.avi'"),
     (["eval", "RUN", "video=x.gif"], "video='x.gif'"),  # gymnax CartPole: no render
-    (["eval", "RUN", "env_params.no_such_field=1"], "no_such_field"),
+    (["eval", "RUN", "env_params.no_such_field=1"], "env_params.no_such_field: unknown field"),
     (["eval", "OTHER"], "agent.name=ppo"),  # a run of another algorithm
     (["eval", "NET"], "agent.name=pqn's network"),  # params that do not fit the config
 ]

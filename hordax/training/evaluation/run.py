@@ -18,6 +18,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -292,7 +293,10 @@ def run_eval(cfg: EvalConfig) -> dict:
     validate_eval(cfg)
     tc = load_config(cfg.run_dir)
     params = {**dict(tc.env.params), **dict(cfg.env_params)}
-    env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), params, cfg.split)
+    try:
+        env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), params, cfg.split)
+    except ValueError as e:  # name the fields as given here: env_params.<field>
+        raise ValueError(re.sub(r"(?<![\w.])params\.", "env_params.", str(e))) from None
     if cfg.video and not callable(getattr(env, "render", None)):
         raise ValueError(f"video={cfg.video!r}: env {tc.env.id} has no render(state, params)")
     seed = tc.seed if cfg.seed < 0 else cfg.seed
