@@ -150,6 +150,13 @@ def make(env_id: str, params: dict[str, Any] | None = None, **kwargs: Any) -> tu
         )
     ctor_kwargs, param_kwargs = _split_kwargs(registry[env_id], kwargs)
     env, env_params = gymnax.make(env_id, **ctor_kwargs)
+    twice = sorted(set(param_kwargs) & set(params or {}))  # else the dict won silently
+    if twice:
+        name = twice[0]
+        raise ValueError(
+            f"params.{name}: given twice, as the keyword {name}={param_kwargs[name]!r} and in "
+            f"params ({params[name]!r}); give it once"
+        )
     overrides = {**param_kwargs, **(params or {})}
     if overrides:
         env_params = set_params(env_params, overrides, owner=f"{env_id} params")

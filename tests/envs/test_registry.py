@@ -41,6 +41,15 @@ def test_make__unknown_id_names_it_and_suggests():
         hordax.make("CartPol-v1")
 
 
+def test_make__a_params_field_given_twice_is_refused():
+    """``make(id, gravity=2.0, params={"gravity": 1.0})``: one field, two values; the params
+    dict won silently."""
+    with pytest.raises(ValueError, match=r"^params\.gravity: given twice, as the keyword"):
+        hordax.make("CartPole-v1", gravity=2.0, params={"gravity": 1.0})
+    _, params = hordax.make("CartPole-v1", length=0.6, params={"gravity": 1.0})
+    assert (params.length, params.gravity) == (0.6, 1.0)
+
+
 def test_make__unknown_params_field_lists_allowed():
     with pytest.raises(ValueError, match=r"params.gravty: unknown field of CartPole-v1.*gravity"):
         hordax.make("CartPole-v1", gravty=1.0)
