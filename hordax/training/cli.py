@@ -359,6 +359,30 @@ VALIDATORS = {
 }
 
 
+def _added_key(node: Any, prefix: str = "") -> tuple[str, list[str]] | None:
+    """``(dotted name, the node's schema fields)`` of a key that is not a field of its node's
+    schema, else ``None``. Hydra's ``+key=value`` adds one even to a typed config, and
+    ``OmegaConf.to_object`` then sets it as a stray attribute that nothing reads: the run
+    ignored it. Open dicts (``env.params``, ``population.hparams``, ...) take any key."""
+    import dataclasses
+
+    from omegaconf import DictConfig, OmegaConf
+
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return None
+    fields = [f.name for f in dataclasses.fields(schema)]
+    for k in node:
+        if k not in fields:
+            return f"{prefix}{k}", sorted(fields)
+        child = node._get_node(k)
+        if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
+            found = _added_key(child, f"{prefix}{k}.")
+            if found:
+                return found
+    return None
+
+
 def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tuple[Any, Any]:
     """``(typed config, what its validator returns)`` for a composed ``dict_cfg``; bad input
     exits 2 with one line (and removes the run's still-empty ``run_dir``)."""
@@ -366,6 +390,10 @@ def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tup
 
     from omegaconf import OmegaConf
 
+    added = _added_key(dict_cfg)
+    if added:  # e.g. +trainer.num_envz=3
+        key, allowed = added
+        _fail(f"+{key}: unknown key {key!r}; allowed keys here: {allowed}", run_dir=run_dir)
     if command == "train":  # agent=ensemble: K members unless population.size is given
         from hordax.training.config import apply_members
 

@@ -20,3 +20,26 @@ def test_precheck__accepts_cfg_job_and_still_names_a_bad_override(capsys):
     with pytest.raises(SystemExit):
         cli.precheck_overrides(["--cfg", "job", "agent=nope"], cfg_dir)
     assert "agent=nope: allowed values are" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("+trainer.num_envz=3", "+trainer.num_envz: unknown key 'trainer.num_envz'; allowed"),
+        ("+foo=1", "+foo: unknown key 'foo'; allowed keys here: ['agent', 'checkpoint',"),
+        ("+agent.network.hidden_size=[3]", "unknown key 'agent.network.hidden_size'"),
+    ],
+)
+def test_check_config__a_key_added_with_plus_is_refused(capsys, override, message):
+    """Hydra's ``+key=value`` adds a key even to a typed config, and ``OmegaConf.to_object``
+    kept it as a stray attribute nothing read: ``+trainer.num_envz=3`` trained silently with
+    the default num_envs. Now one line naming the key, exit 2; open dicts still take keys."""
+    dict_cfg = cli._compose_train([override], [])
+    with pytest.raises(SystemExit) as exc:
+        cli.check_config("train", dict_cfg)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hordax: error: ") and message in err and len(err.splitlines()) == 1
+    ok = cli._compose_train(["+env.params.gravity=12.0", "+population.hparams.gamma=[0.9]"], [])
+    assert cli._added_key(ok) is None
