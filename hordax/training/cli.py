@@ -339,7 +339,11 @@ def composition_error(e: Exception, overrides: list[str], cfg_dir: Path, config_
         return str(e).splitlines()[0] + " (overrides look like key=value)"
     cause = e.__cause__
     key = getattr(cause, "full_key", None) or "?"
-    arg = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
+    names = [(o.lstrip("+~"), o.lstrip("+~").split("=")[0]) for o in overrides]
+    arg = next((o for o, name in names if name == key), None)
+    if arg is None:  # a key inside an open dict comes relative (learning_rate for
+        # population.hparams.learning_rate), an unknown group whole (agent.team_hidden_sizes)
+        arg = next((o for o, n in names if n.endswith(f".{key}") or n.startswith(f"{key}.")), key)
     first = str(cause).splitlines()[0] if cause else str(e).splitlines()[0]
     if type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
         allowed = _allowed_keys(cfg_dir, key, config_name)

@@ -43,3 +43,25 @@ def test_check_config__a_key_added_with_plus_is_refused(capsys, override, messag
     assert err.startswith("hordax: error: ") and message in err and len(err.splitlines()) == 1
     ok = cli._compose_train(["+env.params.gravity=12.0", "+population.hparams.gamma=[0.9]"], [])
     assert cli._added_key(ok) is None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "overrides,start",
+    [
+        (
+            ["population.size=2", "population.hparams.learning_rate=1e-4"],
+            "population.hparams.learning_rate=1e-4: Invalid value assigned",
+        ),
+        (["agent.team_hidden_sizes.a=3"], "agent.team_hidden_sizes.a=3: unknown key"),
+    ],
+)
+def test_precheck__names_the_override_of_a_nested_or_relative_key(capsys, overrides, start):
+    """Hydra reports a key inside an open dict relative (``learning_rate``) and an unknown
+    group whole (``agent.team_hidden_sizes``): the line starts with the user's override (it
+    started with the bare key, without the value)."""
+    cli._register_schemas()
+    cfg_dir = cli.config_dir()
+    with pytest.raises(SystemExit):  # as main() passes them: open dicts' keys get ++
+        cli.precheck_overrides(cli.rewrite_env_override(overrides, cfg_dir), cfg_dir)
+    assert capsys.readouterr().err.startswith(f"hordax: error: {start}")
