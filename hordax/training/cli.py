@@ -463,6 +463,10 @@ def _train_task(dict_cfg) -> None:
     except RunDirError as e:  # another run took the directory since the check above
         _fail(str(e))
     except NoCheckpointError as e:
+        finished = os.path.join(run_dir, "summary.json")
+        if os.path.isfile(finished):  # not "start it again with ... overwrite=true"
+            _fail(f"{e}: the run finished without checkpoints (checkpoint.every=0), so there is"
+                  f" nothing to continue; its results are in {finished}")  # fmt: skip
         _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
               f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
     except CheckpointError as e:

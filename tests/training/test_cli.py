@@ -137,6 +137,23 @@ def test_cli__pql_bad_config_is_exactly_one_line(bad_input_results):
     assert res["stderr"].strip() == f"hordax: error: {PQL_N_STEP}"
 
 
+@pytest.mark.timeout(120)
+def test_cli__resume_of_a_finished_run_without_checkpoints_says_so(tmp_path):
+    """``hordax train resume=DIR`` on a run that finished with checkpoint.every=0 (the
+    default): one line saying there is nothing to continue and where its results are; it
+    used to say the run "stopped before its first checkpoint" and offered a command that
+    trains it again with overwrite=true, deleting the finished run."""
+    run_dir = tmp_path / "done"
+    run_dir.mkdir()
+    (run_dir / "overrides.json").write_text('["trainer.total_env_steps=1024", "progress=false"]')
+    (run_dir / "summary.json").write_text("{}")
+    [res] = run_main([["train", f"resume={run_dir}"]], tmp_path)
+    err = res["stderr"].strip()
+    assert res["code"] == 2 and len(err.splitlines()) == 1, err
+    assert "the run finished without checkpoints (checkpoint.every=0)" in err, err
+    assert str(run_dir / "summary.json") in err and "overwrite=true" not in err, err
+
+
 def test_cli__process_exit_code_and_help():
     """As a process: a bad value exits 2 with one stderr line; --help exits 0."""
     bad = subprocess.run(
