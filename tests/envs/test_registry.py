@@ -55,6 +55,9 @@ def test_make__unknown_params_field_lists_allowed():
         hordax.make("CartPole-v1", gravty=1.0)
     with pytest.raises(ValueError, match=r"params.quad.mas: unknown field of QuadParams.*'mass'"):
         hordax.make("Aerial-Hover-v0", params={"quad": {"mas": 1.0}})
+    # a keyword is a constructor argument or a params field: a typo of either lists both
+    with pytest.raises(ValueError, match=r"controler: .*its constructor; allowed: \['airframe'"):
+        hordax.make("Aerial-Hover-v0", controler="velocity")
 
 
 @pytest.mark.parametrize(
