@@ -42,10 +42,10 @@ def validate(cfg: TrainConfig) -> Resolved:
     _as_config_error(algorithm, cfg.agent.name)
     alg = algorithm(cfg.agent.name)
     validate_run(cfg)
-    _as_config_error(validate_population, cfg.population, alg.traced_hparams)
     _as_config_error(validate_ensemble, cfg.ensemble)
-    if is_mixed(cfg):
+    if is_mixed(cfg):  # before the population: a mixed run takes no population.hparams
         _as_config_error(validate_mixed, cfg)
+    _as_config_error(validate_population, cfg.population, alg.traced_hparams)
     ens = cfg.ensemble
     _need(
         not ens.enabled or bool(ens.algorithms) or cfg.population.size >= 2,
