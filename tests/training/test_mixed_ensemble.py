@@ -226,6 +226,15 @@ def test_mixed__population_hparams_are_refused_whatever_their_length():
         validate(cfg)
 
 
+def test_eval_json__names_a_mixed_ensemble_as_its_training_summary_does():
+    """``hordax eval`` of a mixed run said ``"agent": "ppo"`` (its ``agent.name``) where
+    the run's summary says ``"ensemble"``; a PPO population stays ``ppo``."""
+    from hordax.training.evaluation.run import agent_label
+
+    assert agent_label(_cfg()) == "ensemble"
+    assert agent_label(TrainConfig()) == "ppo"
+
+
 def test_mixed__pql_with_discrete_actions_names_the_key():
     cfg = _cfg(algorithms=["ppo", "pql"], sizes=[1, 1], agents={})
     resolved = validate(cfg)
