@@ -227,6 +227,12 @@ def train_and_log(
             kept = f"last good checkpoint: {os.path.join(ckpt.dir, str(last))}"
         else:
             kept = driver.not_kept()
+            if kept and cfg.checkpoint.every > 0:  # on, but the guard stopped it before one
+                every = cfg.checkpoint.every
+                kept = (
+                    f"no checkpoint kept yet (checkpoint.every={every}: the first is written "
+                    f"after chunk {every} of {resolved.num_chunks})"
+                )
         raise NonFiniteError(f"{e}; training stopped, {kept}" if kept else str(e)) from None
     finally:
         chunks.close()  # a driver with threads (PQL parallel) stops them here
