@@ -114,6 +114,12 @@ class PettingZooParallelEnv(ParallelEnv):
             if a in actions:  # an agent's own action; trailing entries of a wider stack stay 0
                 row = check_action(actions[a], self._act_spaces[a])
                 stacked[(i, *(slice(0, d) for d in row.shape))] = row
+        missing = [a for a in self.agents if a not in actions]
+        if missing:  # it acted 0 for them silently (PettingZoo's own envs raise KeyError)
+            raise ValueError(
+                f"no action for live agents {missing}: step takes one action per agent in "
+                f"agents ({self.agents})"
+            )
         self._key, key = jax.random.split(self._key)
         obs, self._state, reward, terminated, truncated, info = self._step(
             key, self._state, jnp.asarray(stacked), self.params

@@ -48,5 +48,8 @@ def test_pettingzoo__bad_actions_and_single_agent_env_are_refused():
         env.step({"agent_0": np.zeros(3, np.float32)})
     with pytest.raises(ValueError, match="not live"):
         env.step({"agent_9": np.zeros(2, np.float32)})
+    # a live agent without an action: refused (it silently acted with zeros)
+    with pytest.raises(ValueError, match=r"no action for live agents \['agent_1', 'agent_2'\]"):
+        env.step({"agent_0": np.zeros(2, np.float32)})
     with pytest.raises(ValueError, match="single-agent"):
         PettingZooParallelEnv("CartPole-v1")
