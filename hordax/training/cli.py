@@ -100,14 +100,29 @@ def _register_schemas() -> None:
     cs.store(group="mesh", name="mesh_schema", node=MeshConfig)
 
 
+#: The train config's open dicts (keys not in the schema): their overrides, dotted
+#: (``agent.team_ent_coef.speaker=0.001``) or whole (``agent.team_ent_coef={speaker: 0.001}``),
+#: go in with ``++`` (add or override), as hydra refuses new keys in a typed config.
+OPEN_DICTS = (
+    "env.params.",
+    "env.kwargs.",
+    "population.hparams.",
+    "ensemble.agents.",
+    "agent.team_hidden_sizes.",
+    "agent.team_ent_coef.",
+)
+_OPEN_DICT_KEYS = tuple(d[:-1] for d in OPEN_DICTS)
+
+
 def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
     """Make env overrides work for every registered id and every params field.
 
     - ``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>`` (and
       ``tuned=<id>_<agent>`` when that tuned file exists);
-    - ``env.params.<f>=v`` / ``env.kwargs.<k>=v`` / ``population.hparams.<h>=[...]`` ->
-      ``++...`` (add or override: these dicts are open; their keys are checked later, by
-      ``hordax.make`` and the population's validation).
+    - an override of one of :data:`OPEN_DICTS` (``env.params.<f>=v``, ``env.kwargs.<k>=v``,
+      ``population.hparams.<h>=[...]``, ``agent.team_ent_coef.<team>=c``, ...) -> ``++...``
+      (add or override: these dicts are open; their keys are checked later, by
+      ``hordax.make``, the population's and the agent's validation).
     """
     agents = [a[6:] for a in args if a.startswith("agent=")]
     agent = agents[-1] if agents else "ppo"  # train.yaml's default agent
@@ -119,9 +134,7 @@ def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
             # tuned file (tuned/<id>_<agent>.yaml) explicitly, so no tuned config is skipped.
             if (cfg_dir / "tuned" / f"{arg[4:]}_{agent}.yaml").is_file():
                 out.append(f"tuned={arg[4:]}_{agent}")
-        elif arg.startswith(
-            ("env.params.", "env.kwargs.", "population.hparams.", "ensemble.agents.")
-        ):
+        elif arg.startswith(OPEN_DICTS) or arg.split("=", 1)[0] in _OPEN_DICT_KEYS:
             out.append(f"++{arg}")
         else:
             out.append(arg)
@@ -397,7 +410,7 @@ def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tup
     added = _added_key(dict_cfg)
     if added:  # e.g. +trainer.num_envz=3
         key, allowed = added
-        _fail(f"+{key}: unknown key {key!r}; allowed keys here: {allowed}", run_dir=run_dir)
+        _fail(f"{key}: unknown key {key!r}; allowed keys here: {allowed}", run_dir=run_dir)
     if command == "train":  # agent=ensemble: K members unless population.size is given
         from hordax.training.config import apply_members
 

@@ -26,8 +26,8 @@ def test_precheck__accepts_cfg_job_and_still_names_a_bad_override(capsys):
 @pytest.mark.parametrize(
     "override,message",
     [
-        ("+trainer.num_envz=3", "+trainer.num_envz: unknown key 'trainer.num_envz'; allowed"),
-        ("+foo=1", "+foo: unknown key 'foo'; allowed keys here: ['agent', 'checkpoint',"),
+        ("+trainer.num_envz=3", "trainer.num_envz: unknown key 'trainer.num_envz'; allowed"),
+        ("+foo=1", "foo: unknown key 'foo'; allowed keys here: ['agent', 'checkpoint',"),
         ("+agent.network.hidden_size=[3]", "unknown key 'agent.network.hidden_size'"),
     ],
 )
@@ -53,15 +53,35 @@ def test_check_config__a_key_added_with_plus_is_refused(capsys, override, messag
             ["population.size=2", "population.hparams.learning_rate=1e-4"],
             "population.hparams.learning_rate=1e-4: Invalid value assigned",
         ),
-        (["agent.team_hidden_sizes.a=3"], "agent.team_hidden_sizes.a=3: unknown key"),
+        (["agent.network.foo.bar=3"], "agent.network.foo.bar=3: unknown key 'agent.network.foo'"),
     ],
 )
 def test_precheck__names_the_override_of_a_nested_or_relative_key(capsys, overrides, start):
     """Hydra reports a key inside an open dict relative (``learning_rate``) and an unknown
-    group whole (``agent.team_hidden_sizes``): the line starts with the user's override (it
+    group whole (``agent.network.foo``): the line starts with the user's override (it
     started with the bare key, without the value)."""
     cli._register_schemas()
     cfg_dir = cli.config_dir()
     with pytest.raises(SystemExit):  # as main() passes them: open dicts' keys get ++
         cli.precheck_overrides(cli.rewrite_env_override(overrides, cfg_dir), cfg_dir)
     assert capsys.readouterr().err.startswith(f"hordax: error: {start}")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "override",
+    [
+        "agent.team_ent_coef.listener=0.1",
+        "agent.team_ent_coef={listener: 0.1}",
+    ],
+)
+def test_rewrite__per_team_dicts_take_new_keys(override):
+    """``agent.team_ent_coef`` / ``agent.team_hidden_sizes`` (docs/training.md) are open
+    dicts: ``agent=ippo agent.team_ent_coef.listener=0.1`` was refused ("unknown key
+    'agent.team_ent_coef.listener'; allowed keys here: []"), in both spellings."""
+    cli._register_schemas()
+    args = ["agent=ippo", "env=MPE-SimpleSpeakerListener-v0", override,
+            "agent.team_hidden_sizes.speaker=[32]"]  # fmt: skip
+    cfg, _ = cli.check_config("train", cli._compose_train(args, []))
+    assert cfg.agent.team_ent_coef == {"listener": 0.1}
+    assert cfg.agent.team_hidden_sizes == {"speaker": [32]}
