@@ -321,6 +321,37 @@ def _strip_flags(args: list[str]) -> list[str]:
     return out
 
 
+def sweep_variants(args: list[str]) -> list[list[str]]:
+    """The override lists that check a command line: ``[args]`` without ``-m``; under
+    ``-m``/``--multirun`` every sweep (``seed=0,1``, ``range(..)``, ``choice(..)``) at its
+    first value, then each other value of each sweep once, so that a bad key or value is one
+    line before hydra starts (hydra's own multirun error is a multi-line report, exit 1). A
+    line this cannot rebuild (hydra's parser refuses it) is left to hydra: ``[]``."""
+    if not any(a in ("-m", "--multirun") for a in args):
+        return [args]
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    overrides = _strip_flags(args)
+    try:
+        parsed = parser.parse_overrides(overrides)
+        options = [
+            [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+            if o.is_sweep_override()
+            else [o.input_line]
+            for o in parsed
+        ]
+        base = [opts[0] for opts in options]
+        variants = [base] + [
+            [*base[:i], v, *base[i + 1 :]] for i, opts in enumerate(options) for v in opts[1:]
+        ]
+        for variant in variants:
+            parser.parse_overrides(variant)  # rebuilt lines must parse as the user's did
+    except Exception:  # noqa: BLE001 - hydra reports its own parse errors
+        return []
+    return variants
+
+
 def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "train") -> None:
     """Compose once with hydra's compose API; turn its errors into one-line messages."""
     from hydra import compose, initialize_config_dir
@@ -684,8 +715,8 @@ def main(argv: list[str] | None = None) -> None:
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
         rest = [f"++{a}" if a.startswith(("env.params.", "env.kwargs.")) else a for a in rest]
     _register_schemas()
-    if not any(a in ("-m", "--multirun") for a in rest):  # sweeps are checked per job
-        precheck_overrides(rest, cfg_dir, config_name)
+    for variant in sweep_variants(rest):  # each value of a sweep (-m a=1,2) once
+        precheck_overrides(variant, cfg_dir, config_name)
     task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name=config_name)(task_fn)
     sys.argv = [f"hordax {command}", *rest]
     try:

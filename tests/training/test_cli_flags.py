@@ -85,3 +85,31 @@ def test_rewrite__per_team_dicts_take_new_keys(override):
     cfg, _ = cli.check_config("train", cli._compose_train(args, []))
     assert cfg.agent.team_ent_coef == {"listener": 0.1}
     assert cfg.agent.team_hidden_sizes == {"speaker": [32]}
+
+
+def test_sweep_variants__each_value_of_each_sweep_once():
+    args = ["-m", "seed=0,1", "agent.network.hidden_sizes=[32,32]", "trainer.num_envs=range(4,7,2)"]
+    assert cli.sweep_variants(args) == [
+        ["seed=0", "agent.network.hidden_sizes=[32,32]", "trainer.num_envs=4"],
+        ["seed=1", "agent.network.hidden_sizes=[32,32]", "trainer.num_envs=4"],
+        ["seed=0", "agent.network.hidden_sizes=[32,32]", "trainer.num_envs=6"],
+    ]
+    assert cli.sweep_variants(["seed=0,1"]) == [["seed=0,1"]]  # no -m: as given
+
+
+@pytest.mark.timeout(120)
+def test_precheck__a_bad_override_under_multirun_is_one_line(capsys):
+    """``hordax train -m seed=0,1 trainer.num_envz=3`` got hydra's multi-line report (exit
+    1, advising ``+trainer.num_envz=3``); each sweep variant is now pre-checked."""
+    cli._register_schemas()
+    cfg_dir = cli.config_dir()
+    with pytest.raises(SystemExit) as exc:
+        for variant in cli.sweep_variants(["-m", "seed=0,1", "trainer.num_envz=3"]):
+            cli.precheck_overrides(variant, cfg_dir)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hordax: error: trainer.num_envz=3: unknown key") and "\n" not in err
+    with pytest.raises(SystemExit):  # a bad value in a sweep's second entry
+        for variant in cli.sweep_variants(["-m", "agent=ppo,nope"]):
+            cli.precheck_overrides(variant, cfg_dir)
+    assert "agent=nope: allowed values are" in capsys.readouterr().err
