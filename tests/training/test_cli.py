@@ -152,6 +152,7 @@ def test_cli__resume_of_a_finished_run_without_checkpoints_says_so(tmp_path):
     assert res["code"] == 2 and len(err.splitlines()) == 1, err
     assert "the run finished without checkpoints (checkpoint.every=0)" in err, err
     assert str(run_dir / "summary.json") in err and "overwrite=true" not in err, err
+    assert not (run_dir / "checkpoints").exists()  # the failed resume left no empty folder
 
 
 def test_cli__process_exit_code_and_help():

@@ -40,7 +40,7 @@ from hordax.training.config import LoggerConfig, TrainConfig
 from hordax.training.core.report import NonFiniteError, params_checksum
 from hordax.training.core.types import Resolved
 from hordax.training.host import sharding
-from hordax.training.host.checkpoint import Checkpointer
+from hordax.training.host.checkpoint import Checkpointer, NoCheckpointError
 from hordax.training.host.logging import make_logger
 from hordax.training.host.pql_parallel import ParallelDriver
 from hordax.training.host.programs import JitDriver
@@ -161,6 +161,9 @@ def train_and_log(
 
     # --- fresh start or resume ----------------------------------------------------------
     ckpt = None
+    if run_dir and cfg.resume and not os.path.isdir(os.path.join(run_dir, "checkpoints")):
+        # before the Checkpointer, which would leave an empty checkpoints/ in the run
+        raise NoCheckpointError(f"resume: {run_dir} has no checkpoint yet")
     if run_dir and (cfg.checkpoint.every > 0 or cfg.resume):
         # Every process: orbax writes each process's shards and lets process 0 commit.
         ckpt = Checkpointer(run_dir, keep=cfg.checkpoint.keep)
