@@ -258,6 +258,21 @@ def test_run_eval__a_bad_env_params_field_is_named_as_given(tmp_path):
         run_eval(EvalConfig(run_dir=str(tmp_path), env_params={"max_steps_in_episode": 0}))
 
 
+@pytest.mark.timeout(60)
+def test_run_eval__a_damaged_params_file_is_named(tmp_path):
+    """A cut ``params.msgpack``: "hordax: error: Unpack failed: incomplete input" named no
+    file; now the file and what is wrong (backtests read it through the same function)."""
+    from omegaconf import OmegaConf
+
+    from hordax.training.config import TrainConfig
+    from hordax.training.evaluation.run import EvalConfig, run_eval
+
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(TrainConfig)))
+    (tmp_path / "params.msgpack").write_bytes(b"\x82\xa6params")  # a map cut after its key
+    with pytest.raises(ValueError, match=r"params\.msgpack: not a readable params file"):
+        run_eval(EvalConfig(run_dir=str(tmp_path), episodes=2))
+
+
 BAD_EVAL = [
     (["eval", "no/such/run"], "run_dir='no/such/run'"),
     (["eval", "RUN", "episodes=0"], "episodes=0"),

@@ -73,11 +73,27 @@ def _members_of(saved: dict) -> Members:
     return Members(saved["params"], actor_obs_stats(saved))
 
 
+def read_saved(path: str) -> dict:
+    """A run's ``params.msgpack`` as a nested dict of numpy arrays; ``ValueError`` naming the
+    file when it is not a whole msgpack (msgpack's own "Unpack failed: incomplete input"
+    named nothing)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        saved = serialization.msgpack_restore(data)
+    except Exception as e:  # noqa: BLE001 - msgpack raises several types
+        raise ValueError(
+            f"{path}: not a readable params file ({e}); the run's saved agent is damaged"
+        ) from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: not a hordax params file (a {type(saved).__name__})")
+    return saved
+
+
 def load_members(path: str, algorithms: list[str] | None = None) -> Members | MixedMembers:
     """Read ``params.msgpack`` of a population run (or, with ``algorithms``, of a mixed
     ensemble: one group per algorithm, in that order)."""
-    with open(path, "rb") as f:
-        saved = serialization.msgpack_restore(f.read())
+    saved = read_saved(path)
     if algorithms:
         groups = saved.get("groups")
         if not isinstance(groups, dict) or set(groups) != set(algorithms):
