@@ -273,6 +273,20 @@ def test_run_eval__a_damaged_params_file_is_named(tmp_path):
         run_eval(EvalConfig(run_dir=str(tmp_path), episodes=2))
 
 
+@pytest.mark.timeout(60)
+def test_run_eval__a_config_yaml_that_does_not_parse_is_named(tmp_path):
+    """A damaged ``config.yaml`` gave a yaml ParserError traceback from ``hordax eval``."""
+    from hordax.training.evaluation.run import EvalConfig, run_eval
+
+    (tmp_path / "config.yaml").write_text("env: [unclosed\n")
+    (tmp_path / "params.msgpack").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"config.yaml is not readable YAML \(while parsing"):
+        run_eval(EvalConfig(run_dir=str(tmp_path), episodes=2))
+    (tmp_path / "config.yaml").write_text("- 1\n")
+    with pytest.raises(ValueError, match=r"config.yaml is not a hordax run config"):
+        run_eval(EvalConfig(run_dir=str(tmp_path), episodes=2))
+
+
 BAD_EVAL = [
     (["eval", "no/such/run"], "run_dir='no/such/run'"),
     (["eval", "RUN", "episodes=0"], "episodes=0"),

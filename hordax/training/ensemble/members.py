@@ -181,7 +181,15 @@ def load_config(run_dir: str) -> Any:
             raise ValueError(
                 f"run_dir={run_dir!r}: {name} is missing (not a finished hordax train run)"
             )
-    raw = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
+    try:
+        raw = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
+    except Exception as e:  # noqa: BLE001 - yaml's parser errors (a traceback from the CLI)
+        first = " ".join(str(e).split())
+        raise ValueError(
+            f"run_dir={run_dir!r}: config.yaml is not readable YAML ({first})"
+        ) from None
+    if not hasattr(raw, "keys"):
+        raise ValueError(f"run_dir={run_dir!r}: config.yaml is not a hordax run config")
     raw = OmegaConf.masked_copy(raw, [k for k in raw if k != "hydra"])
     algo = OmegaConf.select(raw, "agent.name", default="ppo")
     if algo not in ALGORITHMS:
