@@ -10,6 +10,7 @@ that ``import hordax`` imports no env family, and ``make`` that also sets params
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import inspect
@@ -150,6 +151,22 @@ def make(env_id: str, params: dict[str, Any] | None = None, **kwargs: Any) -> tu
         )
     ctor_kwargs, param_kwargs = _split_kwargs(registry[env_id], kwargs)
     env, env_params = gymnax.make(env_id, **ctor_kwargs)
+    fields = {f.name for f in dataclasses.fields(env_params)}
+    stray = sorted(k for k in param_kwargs if k.split(".")[0] not in fields)
+    if stray:  # a keyword is a constructor argument or a params field: name both lists
+        signature = _constructor_signature(registry[env_id])
+        ctor = sorted(signature[0]) if signature else []
+        raise ValueError(
+            f"params.{stray[0]}: unknown field of {env_id} params; allowed: {sorted(fields)} "
+            f"(nor is {stray[0]} an argument of its constructor; allowed: {ctor})"
+        )
+    twice = sorted(set(param_kwargs) & set(params or {}))  # else the dict won silently
+    if twice:
+        name = twice[0]
+        raise ValueError(
+            f"params.{name}: given twice, as the keyword {name}={param_kwargs[name]!r} and in "
+            f"params ({params[name]!r}); give it once"
+        )
     overrides = {**param_kwargs, **(params or {})}
     if overrides:
         env_params = set_params(env_params, overrides, owner=f"{env_id} params")

@@ -97,7 +97,12 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     if cfg.data:
         before = _obs_shape(tc)
         tc.env.kwargs = {**dict(tc.env.kwargs), "data": cfg.data}
-        after = _obs_shape(tc)
+        try:
+            after = _obs_shape(tc)
+        except ValueError as e:  # e.g. the crypto env takes one asset: name the key
+            msg = str(e)
+            prefix = f"data={cfg.data!r}: "
+            raise ValueError(msg if msg.startswith(prefix) else prefix + msg) from None
         if after != before:
             raise ValueError(
                 f"data={cfg.data!r}: observations have shape {after}, the members were trained"

@@ -100,14 +100,29 @@ def _register_schemas() -> None:
     cs.store(group="mesh", name="mesh_schema", node=MeshConfig)
 
 
+#: The train config's open dicts (keys not in the schema): their overrides, dotted
+#: (``agent.team_ent_coef.speaker=0.001``) or whole (``agent.team_ent_coef={speaker: 0.001}``),
+#: go in with ``++`` (add or override), as hydra refuses new keys in a typed config.
+OPEN_DICTS = (
+    "env.params.",
+    "env.kwargs.",
+    "population.hparams.",
+    "ensemble.agents.",
+    "agent.team_hidden_sizes.",
+    "agent.team_ent_coef.",
+)
+_OPEN_DICT_KEYS = tuple(d[:-1] for d in OPEN_DICTS)
+
+
 def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
     """Make env overrides work for every registered id and every params field.
 
     - ``env=<id>`` without ``configs/env/<id>.yaml`` -> ``env=_generic env.id=<id>`` (and
       ``tuned=<id>_<agent>`` when that tuned file exists);
-    - ``env.params.<f>=v`` / ``env.kwargs.<k>=v`` / ``population.hparams.<h>=[...]`` ->
-      ``++...`` (add or override: these dicts are open; their keys are checked later, by
-      ``hordax.make`` and the population's validation).
+    - an override of one of :data:`OPEN_DICTS` (``env.params.<f>=v``, ``env.kwargs.<k>=v``,
+      ``population.hparams.<h>=[...]``, ``agent.team_ent_coef.<team>=c``, ...) -> ``++...``
+      (add or override: these dicts are open; their keys are checked later, by
+      ``hordax.make``, the population's and the agent's validation).
     """
     agents = [a[6:] for a in args if a.startswith("agent=")]
     agent = agents[-1] if agents else "ppo"  # train.yaml's default agent
@@ -119,9 +134,7 @@ def rewrite_env_override(args: list[str], cfg_dir: Path) -> list[str]:
             # tuned file (tuned/<id>_<agent>.yaml) explicitly, so no tuned config is skipped.
             if (cfg_dir / "tuned" / f"{arg[4:]}_{agent}.yaml").is_file():
                 out.append(f"tuned={arg[4:]}_{agent}")
-        elif arg.startswith(
-            ("env.params.", "env.kwargs.", "population.hparams.", "ensemble.agents.")
-        ):
+        elif arg.startswith(OPEN_DICTS) or arg.split("=", 1)[0] in _OPEN_DICT_KEYS:
             out.append(f"++{arg}")
         else:
             out.append(arg)
@@ -308,6 +321,37 @@ def _strip_flags(args: list[str]) -> list[str]:
     return out
 
 
+def sweep_variants(args: list[str]) -> list[list[str]]:
+    """The override lists that check a command line: ``[args]`` without ``-m``; under
+    ``-m``/``--multirun`` every sweep (``seed=0,1``, ``range(..)``, ``choice(..)``) at its
+    first value, then each other value of each sweep once, so that a bad key or value is one
+    line before hydra starts (hydra's own multirun error is a multi-line report, exit 1). A
+    line this cannot rebuild (hydra's parser refuses it) is left to hydra: ``[]``."""
+    if not any(a in ("-m", "--multirun") for a in args):
+        return [args]
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    overrides = _strip_flags(args)
+    try:
+        parsed = parser.parse_overrides(overrides)
+        options = [
+            [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+            if o.is_sweep_override()
+            else [o.input_line]
+            for o in parsed
+        ]
+        base = [opts[0] for opts in options]
+        variants = [base] + [
+            [*base[:i], v, *base[i + 1 :]] for i, opts in enumerate(options) for v in opts[1:]
+        ]
+        for variant in variants:
+            parser.parse_overrides(variant)  # rebuilt lines must parse as the user's did
+    except Exception:  # noqa: BLE001 - hydra reports its own parse errors
+        return []
+    return variants
+
+
 def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "train") -> None:
     """Compose once with hydra's compose API; turn its errors into one-line messages."""
     from hydra import compose, initialize_config_dir
@@ -339,7 +383,11 @@ def composition_error(e: Exception, overrides: list[str], cfg_dir: Path, config_
         return str(e).splitlines()[0] + " (overrides look like key=value)"
     cause = e.__cause__
     key = getattr(cause, "full_key", None) or "?"
-    arg = next((o.lstrip("+~") for o in overrides if o.lstrip("+~").split("=")[0] == key), key)
+    names = [(o.lstrip("+~"), o.lstrip("+~").split("=")[0]) for o in overrides]
+    arg = next((o for o, name in names if name == key), None)
+    if arg is None:  # a key inside an open dict comes relative (learning_rate for
+        # population.hparams.learning_rate), an unknown group whole (agent.team_hidden_sizes)
+        arg = next((o for o, n in names if n.endswith(f".{key}") or n.startswith(f"{key}.")), key)
     first = str(cause).splitlines()[0] if cause else str(e).splitlines()[0]
     if type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
         allowed = _allowed_keys(cfg_dir, key, config_name)
@@ -359,6 +407,30 @@ VALIDATORS = {
 }
 
 
+def _added_key(node: Any, prefix: str = "") -> tuple[str, list[str]] | None:
+    """``(dotted name, the node's schema fields)`` of a key that is not a field of its node's
+    schema, else ``None``. Hydra's ``+key=value`` adds one even to a typed config, and
+    ``OmegaConf.to_object`` then sets it as a stray attribute that nothing reads: the run
+    ignored it. Open dicts (``env.params``, ``population.hparams``, ...) take any key."""
+    import dataclasses
+
+    from omegaconf import DictConfig, OmegaConf
+
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return None
+    fields = [f.name for f in dataclasses.fields(schema)]
+    for k in node:
+        if k not in fields:
+            return f"{prefix}{k}", sorted(fields)
+        child = node._get_node(k)
+        if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing():
+            found = _added_key(child, f"{prefix}{k}.")
+            if found:
+                return found
+    return None
+
+
 def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tuple[Any, Any]:
     """``(typed config, what its validator returns)`` for a composed ``dict_cfg``; bad input
     exits 2 with one line (and removes the run's still-empty ``run_dir``)."""
@@ -366,6 +438,10 @@ def check_config(command: str, dict_cfg: Any, run_dir: str | None = None) -> tup
 
     from omegaconf import OmegaConf
 
+    added = _added_key(dict_cfg)
+    if added:  # e.g. +trainer.num_envz=3
+        key, allowed = added
+        _fail(f"{key}: unknown key {key!r}; allowed keys here: {allowed}", run_dir=run_dir)
     if command == "train":  # agent=ensemble: K members unless population.size is given
         from hordax.training.config import apply_members
 
@@ -431,6 +507,10 @@ def _train_task(dict_cfg) -> None:
     except RunDirError as e:  # another run took the directory since the check above
         _fail(str(e))
     except NoCheckpointError as e:
+        finished = os.path.join(run_dir, "summary.json")
+        if os.path.isfile(finished):  # not "start it again with ... overwrite=true"
+            _fail(f"{e}: the run finished without checkpoints (checkpoint.every=0), so there is"
+                  f" nothing to continue; its results are in {finished}")  # fmt: skip
         _fail(f"{e}: it stopped before its first checkpoint (or ran with checkpoint.every=0);"
               f" start it again with: {restart_command(overrides, run_dir)}")  # fmt: skip
     except CheckpointError as e:
@@ -635,8 +715,8 @@ def main(argv: list[str] | None = None) -> None:
         rest = [f"env.id={a[4:]}" if a.startswith("env=") else a for a in rest]
         rest = [f"++{a}" if a.startswith(("env.params.", "env.kwargs.")) else a for a in rest]
     _register_schemas()
-    if not any(a in ("-m", "--multirun") for a in rest):  # sweeps are checked per job
-        precheck_overrides(rest, cfg_dir, config_name)
+    for variant in sweep_variants(rest):  # each value of a sweep (-m a=1,2) once
+        precheck_overrides(variant, cfg_dir, config_name)
     task = hydra.main(version_base=None, config_path=str(cfg_dir), config_name=config_name)(task_fn)
     sys.argv = [f"hordax {command}", *rest]
     try:

@@ -70,6 +70,16 @@ def test_cnn_torso__acts_on_image_and_grid_observations(obs_shape):
     assert conv["Conv_0"]["kernel"].shape[-1] == 4 and conv["Conv_1"]["kernel"].shape[-1] == 8
 
 
+@pytest.mark.parametrize("torso", ["cnn", "grid"])
+def test_image_torso__on_flat_observations_names_the_key(torso):
+    """``agent.network.torso=cnn`` (or ``grid``) on CartPole's ``f32[4]``: a ValueError
+    naming the key and the shape (was "operands could not be broadcast together with shapes
+    (0,) (2,)" from inside the convolution, at the first trace)."""
+    cfg = PPOConfig(network=NetworkConfig(torso=torso, hidden_sizes=[32]))
+    with pytest.raises(ValueError, match=rf"^agent.network.torso='{torso}': needs image .*\(4,\)"):
+        make_agent(cfg, (4,), spaces.Discrete(2), num_updates=1)
+
+
 def test_shared_torso__one_network_whose_outputs_agree_across_methods():
     """shared_torso: one parameter tree with a policy and a value output on one torso;
     act, act_greedy, log_prob and value read the same network."""

@@ -51,6 +51,9 @@ def test_pettingzoo__bad_actions_and_single_agent_env_are_refused():
     # a live agent's missing action is refused, not sent as zeros
     with pytest.raises(ValueError, match=r"no action for live agents \['agent_1'\]"):
         env.step({a: np.zeros(2, np.float32) for a in ("agent_0", "agent_2")})
+    # a live agent without an action: refused (it silently acted with zeros)
+    with pytest.raises(ValueError, match=r"no action for live agents \['agent_1', 'agent_2'\]"):
+        env.step({"agent_0": np.zeros(2, np.float32)})
     with pytest.raises(ValueError, match="single-agent"):
         PettingZooParallelEnv("CartPole-v1")
 

@@ -41,11 +41,23 @@ def test_make__unknown_id_names_it_and_suggests():
         hordax.make("CartPol-v1")
 
 
+def test_make__a_params_field_given_twice_is_refused():
+    """``make(id, gravity=2.0, params={"gravity": 1.0})``: one field, two values; the params
+    dict won silently."""
+    with pytest.raises(ValueError, match=r"^params\.gravity: given twice, as the keyword"):
+        hordax.make("CartPole-v1", gravity=2.0, params={"gravity": 1.0})
+    _, params = hordax.make("CartPole-v1", length=0.6, params={"gravity": 1.0})
+    assert (params.length, params.gravity) == (0.6, 1.0)
+
+
 def test_make__unknown_params_field_lists_allowed():
     with pytest.raises(ValueError, match=r"params.gravty: unknown field of CartPole-v1.*gravity"):
         hordax.make("CartPole-v1", gravty=1.0)
     with pytest.raises(ValueError, match=r"params.quad.mas: unknown field of QuadParams.*'mass'"):
         hordax.make("Aerial-Hover-v0", params={"quad": {"mas": 1.0}})
+    # a keyword is a constructor argument or a params field: a typo of either lists both
+    with pytest.raises(ValueError, match=r"controler: .*its constructor; allowed: \['airframe'"):
+        hordax.make("Aerial-Hover-v0", controler="velocity")
 
 
 @pytest.mark.parametrize(

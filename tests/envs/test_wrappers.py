@@ -171,3 +171,25 @@ def test_vec_env__equals_separate_calls_and_supports_batched_params():
         np.testing.assert_allclose(obs2[i], o_i, rtol=1e-6)
     with pytest.raises(ValueError, match="num_envs=0"):
         VecEnv(env, 0)
+
+
+def test_vec_env__batched_params_without_the_env_axis_name_the_field():
+    """``params_batched=True`` with one params instance, or a field left unbatched: a
+    ``ValueError`` naming the field and num_envs (was jax.vmap's "rank should be at least
+    1, but is only 0"), from reset and from step."""
+    env, params = hordax.make("Pendulum-v1")
+    dr = VecEnv(env, 3, params_batched=True)
+    with pytest.raises(
+        ValueError, match=r"params\.max_steps_in_episode has shape \(\): params_batched"
+    ):
+        dr.reset(jax.random.key(0), params)
+    half = params.replace(g=jnp.array([5.0, 10.0, 20.0]))  # only g batched
+    with pytest.raises(
+        ValueError, match=r"params\.max_steps_in_episode has shape \(\).*num_envs=3"
+    ):
+        dr.reset(jax.random.key(0), half)
+    many = jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * 3), params)
+    obs, state = dr.reset(jax.random.key(0), many)
+    wrong = jax.tree.map(lambda x: x[:2], many)
+    with pytest.raises(ValueError, match=r"has shape \(2,\).*num_envs=3"):
+        dr.step(jax.random.key(1), state, jnp.zeros((3, 1)), wrong)

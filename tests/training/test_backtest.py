@@ -289,6 +289,15 @@ def test_backtest__clear_errors(tmp_path, stock):
         run_backtest(BacktestConfig(run_dir=cart))
 
 
+def test_backtest__data_the_env_cannot_take_names_the_key(tmp_path):
+    """``data=sp500`` on a CryptoTrading-v0 run (one asset): the error names ``data=`` (it
+    was the env's bare "data <path> has 20 assets: want exactly one")."""
+    run_dir = str(tmp_path / "crypto")
+    _write_run(run_dir, "CryptoTrading-v0", [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"^data='sp500': data .* has 20 assets: want exactly"):
+        run_backtest(BacktestConfig(run_dir=run_dir, data="sp500"))
+
+
 def test_backtest_cli__positional_run_dir_and_one_line_error(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "hordax.training.cli", "backtest", str(tmp_path / "x")],

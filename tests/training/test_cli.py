@@ -98,6 +98,14 @@ BAD_INPUT = [
         "population.hparams.q_lambda=[0.5, 1.5]: member 1: agent.q_lambda=1.5: must be in [0, 1]",
     ),
     (["agent=pqn", "env=Pendulum-v1"], "agent=pqn needs a Discrete action space"),
+    (
+        ["agent=pqn", "env=Debug-MultiPointMass-v0"],
+        "agent.name=pqn: the PQN trainer supports single-agent envs, and ",
+    ),
+    (
+        ["agent=pql", "env=Debug-MultiPointMass-v0"],
+        "agent.name=pql: the PQL trainer supports single-agent envs, and ",
+    ),
     # agent=pql (moved here from tests/training/test_off_policy.py; exact text checked below)
     (["env=Pendulum-v1", "agent=pql", "agent.n_step=9"], PQL_N_STEP),
 ]
@@ -131,6 +139,24 @@ def test_cli__pql_bad_config_is_exactly_one_line(bad_input_results):
     res = results[("env=Pendulum-v1", "agent=pql", "agent.n_step=9")]
     assert res["code"] == 2
     assert res["stderr"].strip() == f"hordax: error: {PQL_N_STEP}"
+
+
+@pytest.mark.timeout(120)
+def test_cli__resume_of_a_finished_run_without_checkpoints_says_so(tmp_path):
+    """``hordax train resume=DIR`` on a run that finished with checkpoint.every=0 (the
+    default): one line saying there is nothing to continue and where its results are; it
+    used to say the run "stopped before its first checkpoint" and offered a command that
+    trains it again with overwrite=true, deleting the finished run."""
+    run_dir = tmp_path / "done"
+    run_dir.mkdir()
+    (run_dir / "overrides.json").write_text('["trainer.total_env_steps=1024", "progress=false"]')
+    (run_dir / "summary.json").write_text("{}")
+    [res] = run_main([["train", f"resume={run_dir}"]], tmp_path)
+    err = res["stderr"].strip()
+    assert res["code"] == 2 and len(err.splitlines()) == 1, err
+    assert "the run finished without checkpoints (checkpoint.every=0)" in err, err
+    assert str(run_dir / "summary.json") in err and "overwrite=true" not in err, err
+    assert not (run_dir / "checkpoints").exists()  # the failed resume left no empty folder
 
 
 def test_cli__process_exit_code_and_help():

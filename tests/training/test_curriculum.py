@@ -52,6 +52,20 @@ def _point_mass_cfg(level_field="max_steps_in_episode"):
     return cfg
 
 
+@pytest.mark.timeout(60)
+def test_make_curriculum__a_metric_the_env_does_not_report_names_the_key():
+    """``curriculum.metric=foo``: the row never has ``task/foo``, so the rule kept the level
+    for the whole run, silently; now a ValueError naming the key and the env's metrics."""
+    from hordax.training.host.curriculum import make_curriculum
+
+    cfg = _point_mass_cfg()
+    env, params = make("Debug-PointMass-v0")
+    assert make_curriculum(cfg, env, params) is not None  # success: PointMass reports it
+    cfg.curriculum.metric = "foo"
+    with pytest.raises(ValueError, match=r"^curriculum.metric='foo': .*\['distance', 'success'\]"):
+        make_curriculum(cfg, env, params)
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.slow
 def test_curriculum_trainer__level_is_traced_state_no_recompile():

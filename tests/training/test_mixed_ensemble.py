@@ -216,6 +216,25 @@ def test_mixed__bad_config_names_the_key(ens, match):
         validate(_cfg(**ens))
 
 
+def test_mixed__population_hparams_are_refused_whatever_their_length():
+    """``population.hparams`` with ``ensemble.algorithms``: refused as not supported; with a
+    list not of the members' count it said "needs population.size=3 values, got 2", and
+    with 3 values it was then refused anyway."""
+    cfg = _cfg()
+    cfg.population.hparams = {"learning_rate": [1e-3, 1e-4]}
+    with pytest.raises(ConfigError, match=r"^population.hparams=.*not supported with ensemble"):
+        validate(cfg)
+
+
+def test_eval_json__names_a_mixed_ensemble_as_its_training_summary_does():
+    """``hordax eval`` of a mixed run said ``"agent": "ppo"`` (its ``agent.name``) where
+    the run's summary says ``"ensemble"``; a PPO population stays ``ppo``."""
+    from hordax.training.evaluation.run import agent_label
+
+    assert agent_label(_cfg()) == "ensemble"
+    assert agent_label(TrainConfig()) == "ppo"
+
+
 def test_mixed__pql_with_discrete_actions_names_the_key():
     cfg = _cfg(algorithms=["ppo", "pql"], sizes=[1, 1], agents={})
     resolved = validate(cfg)

@@ -260,19 +260,13 @@ def test_bad_config__named_key():
         PPOTrainer(tc, IPPOConfig(team_ent_coef={"a": -1.0}), TwoTeams(), params)
 
 
-def test_bad_config__multi_agent_settings_need_a_multi_agent_env_and_trainer():
-    """Host checks, one line naming the key: a trainer without multi-agent support on a
-    multi-agent env (was a NotImplementedError traceback from the CLI), and IPPO's
-    per-agent settings on a single-agent env (were silently ignored: plain PPO ran)."""
+def test_bad_config__multi_agent_settings_need_a_multi_agent_env():
+    """Host checks, one line naming the key: IPPO's per-agent settings on a single-agent env
+    (were silently ignored: plain PPO ran); a single-agent trainer on a multi-agent env is
+    test_single_agent_trainers__refuse_a_multi_agent_env_with_a_value_error."""
     import hordax
-    from hordax.agents.pqn import PQNConfig
-    from hordax.training.config import resolve
-    from hordax.training.trainers.pqn import PQNTrainer
 
     tc = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64)
-    env, params = TwoTeams(), TwoTeams().default_params
-    with pytest.raises(ValueError, match=r"^agent\.name=pqn: .*multi-agent.*agent=ippo"):
-        PQNTrainer(tc, PQNConfig(), env, params, resolve(tc))
     single, sp = hordax.make("CartPole-v1")
     for cfg, key in (
         (IPPOConfig(team_ent_coef={"nope": 0.1}), "agent.team_ent_coef"),
@@ -316,3 +310,26 @@ def test_ippo_learns_two_teams():
     ret = metrics["episode_return_sum"][-5:].sum() / metrics["episode_count"][-5:].sum()
     # An episode is 8 steps, 1 per step for the rewarded action: random play gets ~1.9.
     assert float(ret) > 7.0, float(ret)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["pqn", "pql"])
+def test_single_agent_trainers__refuse_a_multi_agent_env_with_a_value_error(name):
+    """agent=pqn / agent=pql on a multi-agent env: a ValueError naming the agent and what to
+    use instead, which ``hordax train`` prints as one line (was a NotImplementedError, a
+    traceback from the CLI)."""
+    from hordax.agents.pql import PQLConfig
+    from hordax.agents.pqn import PQNConfig
+    from hordax.training.config import TrainConfig
+    from hordax.training.trainers import validate
+    from hordax.training.trainers.pql import PQLTrainer
+    from hordax.training.trainers.pqn import PQNTrainer
+
+    tcfg = TrainerConfig(num_envs=4, rollout_length=4, total_env_steps=64, num_chunks=1)
+    acfg = {"pqn": PQNConfig(num_minibatches=1), "pql": PQLConfig(batch_size=16, buffer_size=64)}
+    acfg = acfg[name]
+    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
+    trainer = {"pqn": PQNTrainer, "pql": PQLTrainer}[name]
+    env = MultiPointMass()
+    with pytest.raises(ValueError, match=rf"^agent\.name={name}: .*multi-agent.*agent=ippo"):
+        trainer(tcfg, acfg, env, env.default_params, resolved)

@@ -110,6 +110,29 @@ def test_make_train__bad_config_from_python_names_the_key(trainer_cfg, agent_cfg
         make_train(trainer_cfg, agent_cfg, env, params)
 
 
+@pytest.mark.timeout(120)
+def test_make_train__of_hordax_training_trainers_builds_any_algorithm():
+    """``hordax.training.trainers.make_train`` (the README's) with a ``PQNConfig`` or
+    ``PQLConfig``: that algorithm's train(key) (it built PPO from any config: AttributeError
+    'PQNConfig' object has no attribute 'gae_lambda'); PQL's parallel mode is named."""
+    from hordax.agents.pql import PQLConfig
+    from hordax.agents.pqn import PQNConfig
+    from hordax.training.trainers import make_train as any_train
+
+    env, params = hordax.make("CartPole-v1")
+    tcfg = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64, num_chunks=1)
+    state, metrics = jax.jit(any_train(tcfg, PQNConfig(num_minibatches=2), env, params))(
+        jax.random.key(0)
+    )
+    assert int(state.update_idx) == 2 and np.isfinite(np.asarray(metrics["loss"])).all()
+    pendulum, p_params = hordax.make("Pendulum-v1")
+    parallel = PQLConfig(batch_size=16, buffer_size=64, mode="parallel")
+    with pytest.raises(ValueError, match=r"^agent.mode='parallel': make_train needs one jitted"):
+        any_train(tcfg, parallel, pendulum, p_params)
+    with pytest.raises(ValueError, match=r"^agent.q_lambda=2.0: must be in \[0, 1\]"):
+        any_train(tcfg, PQNConfig(q_lambda=2.0), env, params)
+
+
 @pytest.mark.slow
 def test_update__bootstraps_from_final_observation_on_truncation(monkeypatch, trainer):
     """The value targets use V(info['final_observation']) rows at truncated steps.

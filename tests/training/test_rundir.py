@@ -69,6 +69,18 @@ def test_check_free_and_clear__only_run_files_count_and_go(tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_clear__removes_the_replaced_runs_evaluations(tmp_path):
+    """overwrite=true: ``hordax eval``'s files of the old run go with it (they stayed, and
+    ``hordax suite`` reuses an ``eval.json`` with matching settings as the new run's)."""
+    names = ["eval.json", "eval.1.json", "eval_test.json", "eval_test.2.json", "config.yaml"]
+    for name in names:
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "evaluation_notes.txt").write_text("mine")
+    clear(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evaluation_notes.txt"]
+
+
+@pytest.mark.timeout(60)
 def test_claim__refuses_a_run_or_replaces_it_with_overwrite_then_writes_the_files(tmp_path):
     """What the host loop does for every fresh run: refused naming ``run_dir`` (nothing
     touched), or with overwrite the old run's files go before the new ones are written; an

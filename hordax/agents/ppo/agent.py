@@ -131,6 +131,15 @@ class PPOAgent:
             self.action_low, self.action_high = bound(action_space.low), bound(action_space.high)
         else:
             raise TypeError(f"PPO supports Discrete and Box action spaces, got {action_space!r}")
+        torso = config.network.torso
+        shapes = self.obs_shape.values() if isinstance(self.obs_shape, dict) else [self.obs_shape]
+        if torso in ("cnn", "grid") and any(len(s) not in (2, 3) for s in shapes):
+            # else a convolution's broadcasting error deep inside flax
+            shape = next(s for s in shapes if len(s) not in (2, 3))
+            raise ValueError(
+                f"agent.network.torso={torso!r}: needs image observations [H, W] or "
+                f"[H, W, C], the env's have shape {shape}; use agent.network.torso='mlp'"
+            )
         self.recurrent = int(config.network.rnn_size) > 0
         self.shared = bool(config.network.shared_torso)
         if self.shared and isinstance(self.obs_shape, dict):

@@ -29,7 +29,10 @@ def split_env(env_id: str, kwargs: dict, params: dict, split: str) -> tuple[Any,
     ``env.kwargs`` set (``make`` applies ``params`` after the constructor, so the lifted
     limit goes into ``params``: a run trained with ``env.params.max_steps_in_episode=63``
     is still evaluated over its whole split)."""
-    kw = {**kwargs, "split": split, "random_start": False, "max_steps_in_episode": NO_TIME_LIMIT}
+    kw = {k: v for k, v in kwargs.items() if k != "max_steps_in_episode"}
+    kw |= {"split": split, "random_start": False}
+    if constructor_accepts(env_id, ["max_steps_in_episode"]):  # else a params field only
+        kw["max_steps_in_episode"] = NO_TIME_LIMIT  # (make refuses a field given twice)
     env, env_params = make(env_id, params={**params, "max_steps_in_episode": NO_TIME_LIMIT}, **kw)
     return env, env_params, full_split_steps(env_params)
 

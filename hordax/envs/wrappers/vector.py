@@ -182,8 +182,25 @@ class VecEnv(Wrapper):
             return obs
         return {"actor": obs, "critic": self.critic_observation(state, params)}
 
+    def _check_batched(self, params: Any) -> None:
+        """``params_batched=True``: every params leaf needs a leading axis of ``num_envs``
+        (static shapes, checked at trace time); a ``ValueError`` naming the field, not
+        ``jax.vmap``'s rank message."""
+        if self._params_axis is None:
+            return
+        for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+            shape = jnp.shape(leaf)
+            if not shape or shape[0] != self.num_envs:
+                name = jax.tree_util.keystr(path, simple=True, separator=".")
+                raise ValueError(
+                    f"params.{name} has shape {shape}: params_batched=True needs one value per "
+                    f"env, a leading axis of num_envs={self.num_envs} on every params field "
+                    "(e.g. jax.vmap over a function that returns params)"
+                )
+
     def reset(self, key: jax.Array, params: Any = None) -> tuple[Any, Any]:
         params = self._env.default_params if params is None else params
+        self._check_batched(params)
         keys = jax.random.split(key, self.num_envs)
         obs, state = jax.vmap(self._env.reset, in_axes=(0, self._params_axis))(keys, params)
         if self.stagger:
@@ -218,6 +235,7 @@ class VecEnv(Wrapper):
         self, key: jax.Array, state: Any, action: Any, params: Any = None
     ) -> tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]:
         params = self._env.default_params if params is None else params
+        self._check_batched(params)
         keys = jax.random.split(key, self.num_envs)
         axes = (0, 0, 0, self._params_axis)
         if not (self.amortized or self.critic_obs):

@@ -73,11 +73,27 @@ def _members_of(saved: dict) -> Members:
     return Members(saved["params"], actor_obs_stats(saved))
 
 
+def read_saved(path: str) -> dict:
+    """A run's ``params.msgpack`` as a nested dict of numpy arrays; ``ValueError`` naming the
+    file when it is not a whole msgpack (msgpack's own "Unpack failed: incomplete input"
+    named nothing)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        saved = serialization.msgpack_restore(data)
+    except Exception as e:  # noqa: BLE001 - msgpack raises several types
+        raise ValueError(
+            f"{path}: not a readable params file ({e}); the run's saved agent is damaged"
+        ) from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: not a hordax params file (a {type(saved).__name__})")
+    return saved
+
+
 def load_members(path: str, algorithms: list[str] | None = None) -> Members | MixedMembers:
     """Read ``params.msgpack`` of a population run (or, with ``algorithms``, of a mixed
     ensemble: one group per algorithm, in that order)."""
-    with open(path, "rb") as f:
-        saved = serialization.msgpack_restore(f.read())
+    saved = read_saved(path)
     if algorithms:
         groups = saved.get("groups")
         if not isinstance(groups, dict) or set(groups) != set(algorithms):
@@ -165,7 +181,15 @@ def load_config(run_dir: str) -> Any:
             raise ValueError(
                 f"run_dir={run_dir!r}: {name} is missing (not a finished hordax train run)"
             )
-    raw = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
+    try:
+        raw = OmegaConf.load(os.path.join(run_dir, "config.yaml"))
+    except Exception as e:  # noqa: BLE001 - yaml's parser errors (a traceback from the CLI)
+        first = " ".join(str(e).split())
+        raise ValueError(
+            f"run_dir={run_dir!r}: config.yaml is not readable YAML ({first})"
+        ) from None
+    if not hasattr(raw, "keys"):
+        raise ValueError(f"run_dir={run_dir!r}: config.yaml is not a hordax run config")
     raw = OmegaConf.masked_copy(raw, [k for k in raw if k != "hydra"])
     algo = OmegaConf.select(raw, "agent.name", default="ppo")
     if algo not in ALGORITHMS:

@@ -22,11 +22,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import serialization
 
 from hordax.envs.core import is_multi_agent
 from hordax.envs.wrappers.normalize import RunningStats, normalize, slot_stats
-from hordax.training.ensemble.members import Members, actor_obs_stats
+from hordax.training.ensemble.members import Members, actor_obs_stats, read_saved
 from hordax.training.evaluation.episodes import Policy
 from hordax.training.trainers import agent_config
 from hordax.training.trainers.ppo import agent_obs_shape, make_team_agent
@@ -168,6 +167,6 @@ def _make_agent(cfg: Any, algo: str, acfg: Any, env: Any, env_params: Any) -> An
 
 
 def load_saved(path: str) -> dict:
-    """``params.msgpack`` as a nested dict of numpy arrays."""
-    with open(path, "rb") as f:
-        return serialization.msgpack_restore(f.read())
+    """``params.msgpack`` as a nested dict of numpy arrays (``ValueError`` naming a damaged
+    file)."""
+    return read_saved(path)

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ import numpy as np
 from hordax.envs.core import is_multi_agent
 from hordax.envs.registry import constructor_accepts, make
 from hordax.envs.trading import splits
+from hordax.training.config import is_mixed
 from hordax.training.evaluation.episodes import (
     episode_keys,
     episode_stats,
@@ -285,6 +287,12 @@ def write_video(path: str, frames: list[np.ndarray], fps: int) -> None:
     write_atomic(path, buf.getvalue())
 
 
+def agent_label(tc: Any) -> str:
+    """The JSON's ``agent``, as the run's training summary names it: ``ensemble`` for a
+    mixed-algorithm ensemble (its members list their algorithms), else ``agent.name``."""
+    return "ensemble" if is_mixed(tc) else tc.agent.name
+
+
 def run_eval(cfg: EvalConfig) -> dict:
     """``hordax eval``: load the run, evaluate, write the JSON (and video); return it."""
     from hordax.training.ensemble.members import load_config
@@ -292,7 +300,10 @@ def run_eval(cfg: EvalConfig) -> dict:
     validate_eval(cfg)
     tc = load_config(cfg.run_dir)
     params = {**dict(tc.env.params), **dict(cfg.env_params)}
-    env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), params, cfg.split)
+    try:
+        env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), params, cfg.split)
+    except ValueError as e:  # name the fields as given here: env_params.<field>
+        raise ValueError(re.sub(r"(?<![\w.])params\.", "env_params.", str(e))) from None
     if cfg.video and not callable(getattr(env, "render", None)):
         raise ValueError(f"video={cfg.video!r}: env {tc.env.id} has no render(state, params)")
     seed = tc.seed if cfg.seed < 0 else cfg.seed
@@ -303,7 +314,7 @@ def run_eval(cfg: EvalConfig) -> dict:
     row = {
         "run_dir": cfg.run_dir,
         "env": tc.env.id,
-        "agent": tc.agent.name,
+        "agent": agent_label(tc),
         "split": cfg.split or None,
         **({"env_params": dict(cfg.env_params)} if cfg.env_params else {}),
         **res,

@@ -40,8 +40,28 @@ class CurriculumHook:
         }
 
 
+def task_metrics(env: Any, env_params: Any) -> list[str]:
+    """Names of the env's task metrics (``info["metrics"]``), from an abstract trace of one
+    reset and step (nothing runs)."""
+
+    def one_step(key: jax.Array) -> dict:
+        _, state = env.reset(key, env_params)
+        action = env.action_space(env_params).sample(key)
+        return env.step(key, state, action, env_params)[-1].get("metrics", {})
+
+    return sorted(jax.eval_shape(one_step, jax.random.key(0)))
+
+
 def make_curriculum(cfg: Any, env: Any, env_params: Any) -> CurriculumHook | None:
-    """The run's curriculum hook (None for ``curriculum.name=none``)."""
+    """The run's curriculum hook (None for ``curriculum.name=none``); ``ValueError`` naming
+    ``curriculum.metric`` when the env reports no such task metric (the level would never
+    move: the rule keeps it when the row has no value)."""
     if cfg.curriculum.name == "none":
         return None
+    metrics = task_metrics(env, env_params)
+    if cfg.curriculum.metric not in metrics:
+        raise ValueError(
+            f"curriculum.metric={cfg.curriculum.metric!r}: env {cfg.env.id} reports no task "
+            f"metric of that name (info['metrics']); allowed: {metrics}"
+        )
     return CurriculumHook(cfg.curriculum)

@@ -40,7 +40,7 @@ from hordax.training.config import LoggerConfig, TrainConfig
 from hordax.training.core.report import NonFiniteError, params_checksum
 from hordax.training.core.types import Resolved
 from hordax.training.host import sharding
-from hordax.training.host.checkpoint import Checkpointer
+from hordax.training.host.checkpoint import Checkpointer, NoCheckpointError
 from hordax.training.host.logging import make_logger
 from hordax.training.host.pql_parallel import ParallelDriver
 from hordax.training.host.programs import JitDriver
@@ -161,6 +161,9 @@ def train_and_log(
 
     # --- fresh start or resume ----------------------------------------------------------
     ckpt = None
+    if run_dir and cfg.resume and not os.path.isdir(os.path.join(run_dir, "checkpoints")):
+        # before the Checkpointer, which would leave an empty checkpoints/ in the run
+        raise NoCheckpointError(f"resume: {run_dir} has no checkpoint yet")
     if run_dir and (cfg.checkpoint.every > 0 or cfg.resume):
         # Every process: orbax writes each process's shards and lets process 0 commit.
         ckpt = Checkpointer(run_dir, keep=cfg.checkpoint.keep)
@@ -227,6 +230,12 @@ def train_and_log(
             kept = f"last good checkpoint: {os.path.join(ckpt.dir, str(last))}"
         else:
             kept = driver.not_kept()
+            if kept and cfg.checkpoint.every > 0:  # on, but the guard stopped it before one
+                every = cfg.checkpoint.every
+                kept = (
+                    f"no checkpoint kept yet (checkpoint.every={every}: the first is written "
+                    f"after chunk {every} of {resolved.num_chunks})"
+                )
         raise NonFiniteError(f"{e}; training stopped, {kept}" if kept else str(e)) from None
     finally:
         chunks.close()  # a driver with threads (PQL parallel) stops them here

@@ -38,8 +38,10 @@ RUN_FILES = (
     "config.yaml",
     "overrides.json",
 )
-#: Outputs written beside a run by ``hordax backtest`` (``backtest_<split>/``).
-_RUN_GLOBS = ("backtest_*",)
+#: Outputs written beside a run about its agent: ``hordax backtest``'s ``backtest_<split>/``
+#: and ``hordax eval``'s ``eval[_<split>][.<n>].json`` (``hordax suite`` reuses an
+#: ``eval.json`` of matching settings: one of a replaced run would describe another agent).
+_RUN_GLOBS = ("backtest_*", "eval.json", "eval.*.json", "eval_*.json")
 _TMP = ".tmp"
 
 

@@ -5,10 +5,10 @@ mixed ensembles over them, the one algorithm registry, and the full check of a r
     state, metrics = jax.jit(trainer.train)(trainer.init_key(cfg.seed))
 """
 
-from hordax.training.trainers.build import make_trainer, validate
+from hordax.training.trainers.build import make_train, make_trainer, validate
 from hordax.training.trainers.mixed import MixedTrainer, agent_config, validate_mixed
 from hordax.training.trainers.population import PopulationTrainer, member_keys
-from hordax.training.trainers.ppo import PPOTrainer, make_train
+from hordax.training.trainers.ppo import PPOTrainer
 from hordax.training.trainers.pql import PQLTrainer
 from hordax.training.trainers.pqn import PQNTrainer
 from hordax.training.trainers.registry import ALGORITHMS, algorithm

@@ -18,6 +18,7 @@ from hordax.training.config import (
     validate_population,
     validate_run,
     validate_seed,
+    validate_trainer,
 )
 from hordax.training.config.curriculum import start_level, validate_curriculum
 from hordax.training.core.types import Resolved
@@ -45,10 +46,10 @@ def validate(cfg: TrainConfig) -> Resolved:
     _as_config_error(algorithm, cfg.agent.name)
     alg = algorithm(cfg.agent.name)
     validate_run(cfg)
-    _as_config_error(validate_population, cfg.population, alg.traced_hparams)
     _as_config_error(validate_ensemble, cfg.ensemble)
-    if is_mixed(cfg):
+    if is_mixed(cfg):  # before the population: a mixed run takes no population.hparams
         _as_config_error(validate_mixed, cfg)
+    _as_config_error(validate_population, cfg.population, alg.traced_hparams)
     ens = cfg.ensemble
     _need(
         not ens.enabled or bool(ens.algorithms) or cfg.population.size >= 2,
@@ -87,6 +88,25 @@ def validate_member_hparams(cfg: TrainConfig, alg: Any) -> None:
                 alg.validate(_with_value(cfg.agent, name, value), cfg.trainer)
             except ValueError as e:
                 raise ConfigError(f"population.hparams.{name}={values}: member {i}: {e}") from None
+
+
+def make_train(trainer_cfg: Any, agent_cfg: Any, env: Any, env_params: Any) -> Any:
+    """``train(key) -> (final state, metrics [num_updates])`` of one run of the algorithm
+    ``agent_cfg`` configures (``PPOConfig``, ``IPPOConfig``/``MAPPOConfig``, ``PQNConfig``,
+    ``PQLConfig`` with ``mode='sync'``), checked as ``hordax train`` checks it (a
+    ``ValueError`` naming ``trainer.*``/``agent.*``)."""
+    name = getattr(agent_cfg, "name", None)
+    _as_config_error(algorithm, name)
+    alg = algorithm(name)
+    validate_trainer(trainer_cfg)
+    _as_config_error(alg.validate, agent_cfg, trainer_cfg)
+    _need(
+        getattr(agent_cfg, "mode", "sync") == "sync",
+        "agent.mode",
+        repr(getattr(agent_cfg, "mode", None)),
+        "make_train needs one jitted program (mode='sync'); parallel mode runs host threads",
+    )
+    return alg.trainer(trainer_cfg, agent_cfg, env, env_params, resolve(trainer_cfg)).train
 
 
 def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved) -> Any:
