@@ -539,21 +539,27 @@ class NaNAtTime40(PointMass):
         return obs, state, jnp.where(state.time == 40, jnp.nan, reward), terminated, info
 
 
-@pytest.mark.timeout(300)
-def test_nan_guard__before_the_first_checkpoint_does_not_ask_to_enable_them(tmp_path):
-    """checkpoint.every=1, NaN in the first chunk (update 3 of 3): "no checkpoint kept yet";
-    it said "(set checkpoint.every >= 1)", already set."""
+def _nan_run(tmp_path, num_chunks: int):
+    """NaNAtTime40 and a 6-update PPO run in ``num_chunks`` chunks, checkpointing each."""
     env = NaNAtTime40()
     params = env.default_params.replace(max_steps_in_episode=100, goal_radius=1e-6)
     cfg = TrainConfig(
         trainer=TrainerConfig(
-            num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=2
+            num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=num_chunks
         ),
         agent=PPOConfig(num_minibatches=2, num_epochs=1),
         checkpoint=CheckpointConfig(every=1, keep=5),
         run_dir=str(tmp_path),
         progress=False,
     )
+    return env, params, cfg
+
+
+@pytest.mark.timeout(300)
+def test_nan_guard__before_the_first_checkpoint_does_not_ask_to_enable_them(tmp_path):
+    """checkpoint.every=1, NaN in the first chunk (update 3 of 3): "no checkpoint kept yet";
+    it said "(set checkpoint.every >= 1)", already set."""
+    env, params, cfg = _nan_run(tmp_path, num_chunks=2)
     with pytest.raises(NonFiniteError) as exc:
         train_and_log(cfg, env, params, validate(cfg))
     msg = str(exc.value)
@@ -567,17 +573,7 @@ def test_nan_guard__before_the_first_checkpoint_does_not_ask_to_enable_them(tmp_
 def test_nan_guard__stops_naming_quantity_and_update_keeps_last_checkpoint(tmp_path):
     """Rollouts of 16 steps: step 40 falls in update 3, so the guard names update 3 and the
     checkpoint after update 2 is the newest, and it restores."""
-    env = NaNAtTime40()
-    params = env.default_params.replace(max_steps_in_episode=100, goal_radius=1e-6)
-    cfg = TrainConfig(
-        trainer=TrainerConfig(
-            num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=6
-        ),
-        agent=PPOConfig(num_minibatches=2, num_epochs=1),
-        checkpoint=CheckpointConfig(every=1, keep=5),
-        run_dir=str(tmp_path),
-        progress=False,
-    )
+    env, params, cfg = _nan_run(tmp_path, num_chunks=6)
     resolved = validate(cfg)
     with pytest.raises(NonFiniteError) as exc:
         train_and_log(cfg, env, params, resolved)
