@@ -31,6 +31,11 @@ class UnknownEnvError(ValueError):
     """Raised by :func:`make` for an id that no registry holds."""
 
 
+class UnknownArgumentError(ValueError):
+    """Raised by :func:`make` for a keyword that is neither a constructor argument nor a
+    params field (the command line names it ``env.kwargs.<keyword>``)."""
+
+
 def _lazy_factory(entry_point: str, default_kwargs: dict[str, Any]) -> Callable[..., Any]:
     module_name, _, attr = entry_point.partition(":")
     if not module_name or not attr:
@@ -156,9 +161,9 @@ def make(env_id: str, params: dict[str, Any] | None = None, **kwargs: Any) -> tu
     if stray:  # a keyword is a constructor argument or a params field: name both lists
         signature = _constructor_signature(registry[env_id])
         ctor = sorted(signature[0]) if signature else []
-        raise ValueError(
-            f"params.{stray[0]}: unknown field of {env_id} params; allowed: {sorted(fields)} "
-            f"(nor is {stray[0]} an argument of its constructor; allowed: {ctor})"
+        raise UnknownArgumentError(
+            f"{stray[0]}: neither an argument of the {env_id} constructor (allowed: {ctor}) "
+            f"nor a field of its params (allowed: {sorted(fields)})"
         )
     twice = sorted(set(param_kwargs) & set(params or {}))  # else the dict won silently
     if twice:

@@ -265,7 +265,13 @@ def _fail(message: str, code: int = 2, run_dir: str | None = None) -> None:
 
 def env_error(e: Exception) -> str:
     """An error of ``hordax.make`` as the command line names its keys: every
-    ``params.<field>`` in the env's message becomes ``env.params.<field>``."""
+    ``params.<field>`` in the env's message becomes ``env.params.<field>``, and a keyword
+    that is neither a constructor argument nor a params field (only ``env.kwargs`` passes
+    keywords) is ``env.kwargs.<keyword>``."""
+    from hordax.envs.registry import UnknownArgumentError
+
+    if isinstance(e, UnknownArgumentError):
+        return f"env.kwargs.{e}"
     return re.sub(r"(?<![\w.])params\.", "env.params.", str(e))
 
 

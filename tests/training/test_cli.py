@@ -49,6 +49,10 @@ BAD_INPUT = [
     (["trainer.num_envz=3"], "trainer.num_envz=3: unknown key 'trainer.num_envz'; allowed keys"),
     (["agent.network.torso=rnn"], "agent.network.torso='rnn': allowed values are 'mlp', 'cnn'"),
     (["env.params.gravty=1"], "env.params.gravty: unknown field of CartPole-v1 params"),
+    (
+        ["env=Aerial-Hover-v0", "env.kwargs.controler=velocity"],
+        "env.kwargs.controler: neither an argument of the Aerial-Hover-v0 constructor",
+    ),
     (["env=Debug-PointMass-v0", "env.params.dt=-1"], "env.params.dt=-1.0: must be finite and > 0"),
     # issue #18 items 2-3 and issue #13: env params typed from their defaults, gymnax ids
     # included, nested groups settable (these were tracebacks, silent runs, or unnamed keys)
