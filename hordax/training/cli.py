@@ -370,9 +370,32 @@ def precheck_overrides(overrides: list[str], cfg_dir: Path, config_name: str = "
     overrides = [o for o in _strip_flags(overrides) if not o.startswith(("hydra.", "+hydra."))]
     try:
         with initialize_config_dir(str(cfg_dir), version_base=None):
-            compose(config_name, overrides=overrides)
+            cfg = compose(config_name, overrides=overrides)
     except (MissingConfigException, OverrideParseException, ConfigCompositionException) as e:
         _fail(composition_error(e, overrides, cfg_dir, config_name))
+    bad = non_bool_override(cfg, overrides)
+    if bad:
+        _fail(f"{bad}: must be true or false")
+
+
+def non_bool_override(cfg: Any, overrides: list[str]) -> str | None:
+    """The first override that gives a boolean field of the composed ``cfg`` something other
+    than ``true``/``false``, else ``None``: OmegaConf turns any nonzero number, ``yes`` or
+    ``on`` into True (``progress=2``, ``agent.normalize_obs=2`` trained silently)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import BooleanNode, DictConfig, OmegaConf
+
+    for o in OverridesParser.create().parse_overrides(overrides):
+        if o.is_delete() or o.is_sweep_override():
+            continue
+        parent_key, _, name = o.key_or_group.rpartition(".")
+        parent = OmegaConf.select(cfg, parent_key) if parent_key else cfg
+        if not isinstance(parent, DictConfig) or name not in parent:
+            continue
+        node = parent._get_node(name)
+        if isinstance(node, BooleanNode) and not isinstance(o.value(), bool):
+            return o.input_line
+    return None
 
 
 def composition_error(e: Exception, overrides: list[str], cfg_dir: Path, config_name: str) -> str:

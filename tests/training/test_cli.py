@@ -49,6 +49,9 @@ BAD_INPUT = [
     (["trainer.num_envz=3"], "trainer.num_envz=3: unknown key 'trainer.num_envz'; allowed keys"),
     (["agent.network.torso=rnn"], "agent.network.torso='rnn': allowed values are 'mlp', 'cnn'"),
     (["env.params.gravty=1"], "env.params.gravty: unknown field of CartPole-v1 params"),
+    # a boolean field takes true/false only (OmegaConf read 2, yes and on as True)
+    (["progress=2"], "progress=2: must be true or false"),
+    (["agent.normalize_obs=yes"], "agent.normalize_obs=yes: must be true or false"),
     (
         ["env=Aerial-Hover-v0", "env.kwargs.controler=velocity"],
         "env.kwargs.controler: neither an argument of the Aerial-Hover-v0 constructor",
