@@ -11,7 +11,8 @@ import hordax
 from hordax.agents.ppo import PPOConfig
 from hordax.training.config import TrainerConfig
 from hordax.training.core.report import params_checksum
-from hordax.training.trainers.ppo import PPOTrainer, make_train
+from hordax.training.trainers import make_train
+from hordax.training.trainers.ppo import PPOTrainer
 
 TRAINER = TrainerConfig(num_envs=4, rollout_length=16, total_env_steps=4 * 16 * 6, num_chunks=3)
 AGENT = PPOConfig(num_minibatches=2, num_epochs=2)
@@ -117,20 +118,19 @@ def test_make_train__of_hordax_training_trainers_builds_any_algorithm():
     'PQNConfig' object has no attribute 'gae_lambda'); PQL's parallel mode is named."""
     from hordax.agents.pql import PQLConfig
     from hordax.agents.pqn import PQNConfig
-    from hordax.training.trainers import make_train as any_train
 
     env, params = hordax.make("CartPole-v1")
     tcfg = TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64, num_chunks=1)
-    state, metrics = jax.jit(any_train(tcfg, PQNConfig(num_minibatches=2), env, params))(
+    state, metrics = jax.jit(make_train(tcfg, PQNConfig(num_minibatches=2), env, params))(
         jax.random.key(0)
     )
     assert int(state.update_idx) == 2 and np.isfinite(np.asarray(metrics["loss"])).all()
     pendulum, p_params = hordax.make("Pendulum-v1")
     parallel = PQLConfig(batch_size=16, buffer_size=64, mode="parallel")
     with pytest.raises(ValueError, match=r"^agent.mode='parallel': make_train needs one jitted"):
-        any_train(tcfg, parallel, pendulum, p_params)
+        make_train(tcfg, parallel, pendulum, p_params)
     with pytest.raises(ValueError, match=r"^agent.q_lambda=2.0: must be in \[0, 1\]"):
-        any_train(tcfg, PQNConfig(q_lambda=2.0), env, params)
+        make_train(tcfg, PQNConfig(q_lambda=2.0), env, params)
 
 
 @pytest.mark.slow

@@ -258,11 +258,6 @@ def make_team_agent(
     return TeamAgent(agents, teams, n, env.action_space(env_params), agent_id, team_hparams)
 
 
-def make_train(trainer_cfg: TrainerConfig, agent_cfg: Any, env: Any, env_params: Any):
-    """``train(key) -> (final TrainState, metrics [num_updates])`` (PureJaxRL shape)."""
-    return PPOTrainer(trainer_cfg, agent_cfg, env, env_params).train
-
-
 def validate(agent_cfg: PPOConfig, trainer_cfg: TrainerConfig) -> None:
     """PPO's checks, with the batch it will get (``ValueError`` naming ``agent.<key>``)."""
     validate_ppo(agent_cfg, batch_size=trainer_cfg.num_envs * trainer_cfg.rollout_length)
