@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import importlib
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,13 @@ class UnknownEnvError(ValueError):
 class UnknownArgumentError(ValueError):
     """Raised by :func:`make` for a keyword that is neither a constructor argument nor a
     params field (the command line names it ``env.kwargs.<keyword>``)."""
+
+
+def renamed_params(message: str, prefix: str) -> str:
+    """``message`` (an error of :func:`make`, naming fields ``params.<field>``) with each
+    ``params.`` field name under ``prefix`` instead, as the caller's user gave them
+    (``env.params.`` on the command line, ``env_params.`` for ``hordax eval``)."""
+    return re.sub(r"(?<![\w.])params\.", prefix, message)
 
 
 def _lazy_factory(entry_point: str, default_kwargs: dict[str, Any]) -> Callable[..., Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -268,11 +267,11 @@ def env_error(e: Exception) -> str:
     ``params.<field>`` in the env's message becomes ``env.params.<field>``, and a keyword
     that is neither a constructor argument nor a params field (only ``env.kwargs`` passes
     keywords) is ``env.kwargs.<keyword>``."""
-    from hordax.envs.registry import UnknownArgumentError
+    from hordax.envs.registry import UnknownArgumentError, renamed_params
 
     if isinstance(e, UnknownArgumentError):
         return f"env.kwargs.{e}"
-    return re.sub(r"(?<![\w.])params\.", "env.params.", str(e))
+    return renamed_params(str(e), "env.params.")
 
 
 def _remove_empty_run_dir(run_dir: str) -> None:

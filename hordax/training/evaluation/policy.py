@@ -25,7 +25,7 @@ import numpy as np
 
 from hordax.envs.core import is_multi_agent
 from hordax.envs.wrappers.normalize import RunningStats, normalize, slot_stats
-from hordax.training.ensemble.members import Members, actor_obs_stats, read_saved
+from hordax.training.ensemble.members import Members, actor_obs_stats
 from hordax.training.evaluation.episodes import Policy
 from hordax.training.trainers import agent_config
 from hordax.training.trainers.ppo import agent_obs_shape, make_team_agent
@@ -164,9 +164,3 @@ def _make_agent(cfg: Any, algo: str, acfg: Any, env: Any, env_params: Any) -> An
         return make_team_agent(acfg, env, env_params, critic_obs, cfg.trainer, 1)
     space = env.action_space(env_params)
     return algorithm(algo).make_agent(acfg, agent_obs_shape(acfg, env, env_params), space, 1)
-
-
-def load_saved(path: str) -> dict:
-    """``params.msgpack`` as a nested dict of numpy arrays (``ValueError`` naming a damaged
-    file)."""
-    return read_saved(path)

@@ -18,7 +18,6 @@ import importlib.util
 import json
 import math
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ import jax
 import numpy as np
 
 from hordax.envs.core import is_multi_agent
-from hordax.envs.registry import constructor_accepts, make
+from hordax.envs.registry import constructor_accepts, make, renamed_params
 from hordax.envs.trading import splits
 from hordax.training.config import is_mixed
 from hordax.training.evaluation.episodes import (
@@ -36,7 +35,7 @@ from hordax.training.evaluation.episodes import (
     make_runner,
     make_trajectory,
 )
-from hordax.training.evaluation.policy import groups_of, load_saved
+from hordax.training.evaluation.policy import groups_of
 from hordax.training.host.rundir import write_atomic
 
 #: Files of a training run that evaluation never writes.
@@ -295,7 +294,7 @@ def agent_label(tc: Any) -> str:
 
 def run_eval(cfg: EvalConfig) -> dict:
     """``hordax eval``: load the run, evaluate, write the JSON (and video); return it."""
-    from hordax.training.ensemble.members import load_config
+    from hordax.training.ensemble.members import load_config, read_saved
 
     validate_eval(cfg)
     tc = load_config(cfg.run_dir)
@@ -303,13 +302,13 @@ def run_eval(cfg: EvalConfig) -> dict:
     try:
         env, env_params, cap = eval_env(tc.env.id, dict(tc.env.kwargs), params, cfg.split)
     except ValueError as e:  # name the fields as given here: env_params.<field>
-        raise ValueError(re.sub(r"(?<![\w.])params\.", "env_params.", str(e))) from None
+        raise ValueError(renamed_params(str(e), "env_params.")) from None
     if cfg.video and not callable(getattr(env, "render", None)):
         raise ValueError(f"video={cfg.video!r}: env {tc.env.id} has no render(state, params)")
     seed = tc.seed if cfg.seed < 0 else cfg.seed
     ev = Evaluator(tc, env, env_params, cfg.episodes, seed, cfg.deterministic, cfg.max_steps or cap)
     t0 = time.perf_counter()
-    saved = load_saved(os.path.join(cfg.run_dir, "params.msgpack"))
+    saved = read_saved(os.path.join(cfg.run_dir, "params.msgpack"))
     res = ev(saved, where=f"run_dir={cfg.run_dir!r}")
     row = {
         "run_dir": cfg.run_dir,
