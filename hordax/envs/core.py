@@ -204,6 +204,11 @@ def innermost(env: Any) -> Any:
     return env
 
 
+def env_name(env: Any) -> str:
+    """The class name of the env at the bottom of ``env``'s wrappers, for error messages."""
+    return type(innermost(env)).__name__
+
+
 def has_critic_observation(env: Any) -> bool:
     """True when ``env`` (or the env a wrapper stack ends in) offers a critic observation.
 

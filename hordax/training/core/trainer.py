@@ -10,7 +10,7 @@ from typing import Any
 
 import jax
 
-from hordax.envs.core import is_multi_agent
+from hordax.envs.core import env_name, is_multi_agent
 from hordax.training.core import report
 from hordax.training.core.env_stack import make_env_stack
 from hordax.training.core.normalization import normalizer_stats
@@ -53,7 +53,7 @@ class UpdateLoop:
             "agent.name",
             getattr(agent_cfg, "name", self.name.lower()),
             f"the {self.name} trainer supports single-agent envs, and "
-            f"{type(getattr(env, 'unwrapped', env)).__name__} is multi-agent "
+            f"{env_name(env)} is multi-agent "
             "(use agent=ippo or agent=mappo)",
         )
         self.cfg, self.agent_cfg, self.resolved = trainer_cfg, agent_cfg, resolved

@@ -8,7 +8,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from hordax.envs.core import is_multi_agent
+from hordax.envs.core import env_name, is_multi_agent
 from hordax.training.config import (
     ConfigError,
     TrainConfig,
@@ -118,7 +118,7 @@ def make_trainer(cfg: TrainConfig, env: Any, env_params: Any, resolved: Resolved
         "ensemble.enabled",
         cfg.ensemble.enabled,
         "agent=ensemble combines single-agent policies, and "
-        f"{type(getattr(env, 'unwrapped', env)).__name__} is multi-agent (use agent=ippo or "
+        f"{env_name(env)} is multi-agent (use agent=ippo or "
         "agent=mappo; population.size trains several seeds)",
     )
     if is_mixed(cfg):

@@ -39,7 +39,7 @@ from hordax.agents.ppo import (
     make_agent,
     validate_ppo,
 )
-from hordax.envs.core import has_critic_observation, is_multi_agent
+from hordax.envs.core import env_name, has_critic_observation, is_multi_agent
 from hordax.training.config import TrainerConfig, resolve, validate_trainer
 from hordax.training.core.estimators import bootstrap_values, compute_gae
 from hordax.training.core.metrics import episode_metrics, finiteness, team_episode_metrics
@@ -80,7 +80,7 @@ class PPOTrainer(UpdateLoop):
             not self.critic_obs or has_critic_observation(env),
             "agent.critic_obs",
             self.critic_obs,
-            f"{type(getattr(env, 'unwrapped', env)).__name__} has no critic_observation "
+            f"{env_name(env)} has no critic_observation "
             "(agent=mappo and critic_obs=true need an env that provides one)",
         )
         super().__init__(trainer_cfg, agent_cfg, env, env_params, resolved)
@@ -95,7 +95,7 @@ class PPOTrainer(UpdateLoop):
                 False,
                 f"agent.{key}",
                 value,
-                f"a multi-agent setting, and {type(getattr(env, 'unwrapped', env)).__name__} "
+                f"a multi-agent setting, and {env_name(env)} "
                 "is a single-agent env (leave it unset)",
             )
         obs_shape = agent_obs_shape(agent_cfg, env, env_params)
