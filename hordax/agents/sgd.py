@@ -47,6 +47,10 @@ def apply_gradient(
     return optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates)), opt_state
 
 
+ACTIVE_ROWS = "_active_rows"
+"""The metrics key through which a minibatch step reports how many of its rows count."""
+
+
 def split_minibatches(x: jax.Array, perm: jax.Array, num_minibatches: int, axis: int = 0):
     """``x`` shuffled by ``perm`` along ``axis`` and cut into ``num_minibatches`` equal parts,
     stacked on a new leading axis: ``[..., n, ...] -> [num_minibatches, ..., n / m, ...]``."""
@@ -70,6 +74,11 @@ def minibatch_epochs(
     cut into ``num_minibatches`` minibatches, ``state, metrics = step(state, minibatch)`` on
     each; returns the final state and every metric's mean over all minibatch steps.
 
+    When ``step``'s metrics hold :data:`ACTIVE_ROWS` (``f32[]``: the minibatch's rows that
+    count, e.g. unmasked agents), each metric's mean is weighted by it, so a minibatch with no
+    active row (whose metrics are 0 by construction) does not pull the figures towards 0;
+    the key is not returned.
+
     ``minibatches(batch, perm)`` builds the stacked minibatches (default: every leaf split
     on its leading axis by :func:`split_minibatches`).
     """
@@ -84,7 +93,13 @@ def minibatch_epochs(
         )
 
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, num_epochs))
-    return state, jax.tree.map(jnp.mean, metrics)
+    rows = metrics.pop(ACTIVE_ROWS, None)
+    if rows is None:
+        return state, jax.tree.map(jnp.mean, metrics)
+    total = jnp.maximum(jnp.sum(rows), 1.0)  # no active row at all: every metric reads 0
+    return state, jax.tree.map(
+        lambda m: jnp.sum(jnp.where(rows > 0, rows * m, 0.0)) / total, metrics
+    )
 
 
 def validate_sgd(cfg: Any, batch_size: int | None = None) -> None:

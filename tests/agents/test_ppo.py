@@ -12,6 +12,7 @@ from hordax.agents import distributions as dist
 from hordax.agents.networks import NetworkConfig
 from hordax.agents.ppo import PPOBatch, PPOConfig, make_agent, validate_ppo
 from hordax.agents.ppo.losses import policy_loss, value_loss
+from hordax.agents.sgd import ACTIVE_ROWS, minibatch_epochs
 
 
 def test_gaussian__log_prob_matches_density_and_entropy_matches_monte_carlo():
@@ -125,6 +126,47 @@ def test_update__raises_probability_of_advantaged_actions(space, shared):
     new_log_prob = agent.log_prob(new_state, obs, target_action)
     assert float(jnp.mean(new_log_prob - log_prob)) > 0.05
     assert all(np.isfinite(float(v)) for v in metrics.values())
+
+
+def test_minibatch_epochs__metrics_weighted_by_active_rows_equal_the_batch_mean():
+    """With ``ACTIVE_ROWS`` reported, a metric averaged over minibatches (some with no active
+    row, whose figure is 0) equals its mean over the batch's active rows, whatever the
+    permutation."""
+    x = jax.random.normal(jax.random.key(0), (32,))
+    active = jnp.zeros(32, bool).at[jnp.array([1, 5, 6, 20])].set(True)
+
+    def step(st, mb):
+        xs, m = mb
+        rows = jnp.sum(m).astype(jnp.float32)
+        mean = jnp.sum(jnp.where(m, xs, 0.0)) / jnp.maximum(rows, 1.0)
+        return st, {"x": mean, "plain": jnp.float32(1.0), ACTIVE_ROWS: rows}
+
+    kw = dict(num_epochs=3, num_minibatches=8, num_rows=32, step=step)
+    for seed in range(3):
+        _, metrics = jax.jit(lambda k: minibatch_epochs(0, (x, active), k, **kw))(
+            jax.random.key(seed)
+        )
+        assert set(metrics) == {"x", "plain"}
+        np.testing.assert_allclose(metrics["x"], jnp.mean(x[active]), rtol=1e-5)
+        np.testing.assert_allclose(metrics["plain"], 1.0)  # a constant stays itself
+
+
+def test_update__masked_rows_leave_the_diagnostics_unchanged():
+    """A PPO batch with 2 active rows of 64 in 8 minibatches (most with none) reports the
+    active rows' entropy, not a figure diluted towards 0 by the empty minibatches."""
+    cfg = PPOConfig(learning_rate=1e-9, num_minibatches=8, num_epochs=1)
+    agent = make_agent(cfg, (4,), spaces.Box(-1.0, 1.0, (2,)), num_updates=1)
+    state = agent.init(jax.random.key(0))
+    obs = jax.random.normal(jax.random.key(1), (64, 4))
+    action = jnp.zeros((64, 2))
+    log_prob, value = agent.log_prob(state, obs, action), agent.value(state, obs)
+    mask = jnp.zeros(64, bool).at[jnp.array([3, 40])].set(True)
+    batch = PPOBatch(obs, action, log_prob, value, jnp.ones(64), value + 1.0, mask)
+    _, metrics = jax.jit(agent.update)(state, batch, jax.random.key(2))
+    # A state-independent Gaussian: every row's entropy is the initial one.
+    _, entropy = agent._log_prob_entropy(*agent._dist_value(state.params, obs[:1])[0], action[:1])
+    np.testing.assert_allclose(metrics["entropy"], entropy[0], rtol=1e-4)
+    assert ACTIVE_ROWS not in metrics
 
 
 def test_bounds_loss__penalizes_means_past_the_box_and_pulls_them_back():

@@ -23,6 +23,7 @@ from hordax.agents.networks import (
 from hordax.agents.ppo.config import PPOConfig
 from hordax.agents.ppo.losses import policy_loss, value_loss, weighted_mean
 from hordax.agents.sgd import (
+    ACTIVE_ROWS,
     annealed_learning_rate,
     apply_gradient,
     clipped_adam,
@@ -344,6 +345,9 @@ class PPOAgent:
                 self.optimizer, st.params, st.opt_state, grads, self.learning_rate(st)
             )
             metrics = {**metrics, "loss": loss, "grad_norm": optax.global_norm(grads)}
+            mask = getattr(mb, "mask", None)  # recurrent batches have none
+            if mask is not None:  # weight each minibatch's figures by its active rows
+                metrics[ACTIVE_ROWS] = jnp.sum(mask > 0).astype(jnp.float32)
             return st.replace(params=params, opt_state=opt_state, step=st.step + 1), metrics
 
         def recurrent_minibatches(b: RecurrentPPOBatch, perm: jax.Array) -> RecurrentPPOBatch:
