@@ -113,6 +113,25 @@ FAST_COMPILE_DIRS = (
     "tests/training/test_rundir.py",
     "tests/training/test_sharding.py",
     "tests/training/test_trainer_contract.py",
+    # and these, which hold neither a learning threshold nor a pinned figure nor a check of
+    # the optimized program's HLO (tests/agents/test_networks.py keeps its optimizations;
+    # the learning runs of PQL, PQN and IPPO moved to tests/training/test_learning.py for this)
+    "tests/agents/test_ppo.py",
+    "tests/agents/test_pqn.py",
+    "tests/training/test_backtest.py",
+    "tests/training/test_bad_input_table.py",
+    "tests/training/test_bench.py",
+    "tests/training/test_bootstrap_truncation.py",
+    "tests/training/test_cli_flags.py",
+    "tests/training/test_ensemble.py",
+    "tests/training/test_estimators.py",
+    "tests/training/test_eval_policies.py",
+    "tests/training/test_mixed_ensemble.py",
+    "tests/training/test_multi_agent.py",
+    "tests/training/test_off_policy.py",
+    "tests/training/test_on_policy.py",
+    "tests/training/test_pql_parallel.py",
+    "tests/training/test_suite.py",
 )
 #: Modules under :data:`FAST_COMPILE_DIRS` that keep XLA's optimizations: learning tests.
 OPTIMIZED = (
