@@ -1,5 +1,5 @@
 """PQL's parallel mode over seeds: the configuration of the slow test
-``tests/training/test_learning.py::test_pql_parallel__learns_pendulum`` (tuned Pendulum
+``tests/training/test_trainer_learning.py::test_pql_parallel__learns_pendulum`` (tuned Pendulum
 with ``normalize_obs``, 32 envs x 4 steps, 8 host devices: one role per device), each seed
 run in turn, printing the per-chunk mean training return, the test's figure (the mean
 return of the episodes ending in the last 3 chunks), wall time and load.

@@ -115,7 +115,8 @@ FAST_COMPILE_DIRS = (
     "tests/training/test_trainer_contract.py",
     # and these, which hold neither a learning threshold nor a pinned figure nor a check of
     # the optimized program's HLO (tests/agents/test_networks.py keeps its optimizations;
-    # the learning runs of PQL, PQN and IPPO moved to tests/training/test_learning.py for this)
+    # the learning runs of PQL, PQN and IPPO moved to tests/training/test_trainer_learning.py
+    # for this)
     "tests/agents/test_ppo.py",
     "tests/agents/test_pqn.py",
     "tests/training/test_backtest.py",

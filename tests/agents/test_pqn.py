@@ -1,6 +1,6 @@
 """PQN: Q(lambda) targets against a Python loop, epsilon schedule, LayerNorm Q-network and
 the `hordax train agent=pqn` path (JSON line, checkpoints, errors); its learning run on
-CartPole: tests/training/test_learning.py."""
+CartPole: tests/training/test_trainer_learning.py."""
 
 import functools
 import json

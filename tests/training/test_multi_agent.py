@@ -6,7 +6,8 @@
 - per-team parameters: one team's data never moves another team's parameters;
 - critic observations: ``VecEnv(critic_obs=True)`` against a hand computation (the
   terminal state's critic observation before the reset);
-- a population equals its single runs (IPPO's learning test: tests/training/test_learning.py).
+- a population equals its single runs (IPPO's learning test:
+  tests/training/test_trainer_learning.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """PQL's synchronous trainer: n-step targets vs a Python loop, the replay buffer, mixed
 exploration, the exact update schedule, bad configs (its learning runs:
-tests/training/test_learning.py)."""
+tests/training/test_trainer_learning.py)."""
 
 import functools
 import json

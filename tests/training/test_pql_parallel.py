@@ -1,6 +1,7 @@
 """PQL's parallel mode (actor, V-learner, P-learner on their own devices, host threads):
 role placement, achieved update ratios, the CLI's JSON line, unsupported combinations
-(its learning run: tests/training/test_learning.py). tests/conftest.py gives 8 host devices."""
+(its learning run: tests/training/test_trainer_learning.py). tests/conftest.py gives 8 host
+devices."""
 
 from __future__ import annotations
 
