@@ -25,10 +25,11 @@ from hordax.training.trainers.pqn import PQNTrainer
 KEY = jax.random.key(0)
 
 
-def _pql_trainer(acfg: PQLConfig, tcfg: TrainerConfig):
+def _trainer(trainer_cls, acfg, tcfg: TrainerConfig, env_id: str = "Pendulum-v1"):
+    """``(trainer_cls(...) on env_id, its resolved config)``."""
     resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
-    env, params = make("Pendulum-v1")
-    return PQLTrainer(tcfg, acfg, env, params, resolved), resolved
+    env, params = make(env_id)
+    return trainer_cls(tcfg, acfg, env, params, resolved), resolved
 
 
 @pytest.mark.slow
@@ -53,7 +54,7 @@ def test_pql__learns_pendulum(normalize_obs, total_env_steps):
     tcfg = TrainerConfig(
         num_envs=32, rollout_length=4, total_env_steps=total_env_steps, num_chunks=5
     )
-    trainer, resolved = _pql_trainer(acfg, tcfg)
+    trainer, resolved = _trainer(PQLTrainer, acfg, tcfg)
     state, m = jax.jit(trainer.train)(jax.random.key(0))
     tail = slice(-resolved.chunk_updates, None)
     ret = float(m["episode_return_sum"][tail].sum() / m["episode_count"][tail].sum())
@@ -84,7 +85,7 @@ def test_pql_parallel__learns_pendulum():
         hidden_sizes=[128, 128],
     )  # fmt: skip
     tcfg = TrainerConfig(num_envs=32, rollout_length=4, total_env_steps=76_800, num_chunks=12)
-    trainer, resolved = _pql_trainer(acfg, tcfg)
+    trainer, resolved = _trainer(PQLTrainer, acfg, tcfg)
     out = ParallelPQL(trainer, resolved.num_updates, resolved.chunk_updates).run(jax.random.key(0))
     tail = [r for r in out.rows[-3:] if r["episodes"]]
     assert sum(r["episodes"] for r in tail) == 3 * 32
@@ -123,9 +124,7 @@ def test_pqn__learns_cartpole():
         reward_scale=0.1,
     )
     tcfg = TrainerConfig(num_envs=32, rollout_length=32, total_env_steps=100_000, num_chunks=4)
-    resolved = validate(TrainConfig(agent=acfg, trainer=tcfg))
-    env, params = make("CartPole-v1")
-    trainer = PQNTrainer(tcfg, acfg, env, params, resolved)
+    trainer, resolved = _trainer(PQNTrainer, acfg, tcfg, "CartPole-v1")
     state, metrics = jax.jit(trainer.train)(jax.random.key(0))
     tail = slice(-resolved.chunk_updates, None)  # the last chunk
     ret = float(metrics["episode_return_sum"][tail].sum() / metrics["episode_count"][tail].sum())
