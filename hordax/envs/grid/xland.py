@@ -76,6 +76,20 @@ def ruleset_sizes(depth: int, num_distractor_rules: int, num_distractor_objects:
     )
 
 
+def check_vocabulary(depth: int, num_distractor_rules: int, num_distractor_objects: int) -> None:
+    """Host-side: the generator's distinct objects fit :data:`VOCAB` (66 ``(tile, colour)``
+    pairs); ``ValueError`` naming the three settings otherwise (indexing past the vocabulary
+    would repeat objects, and a task's objects must be distinct)."""
+    need = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)[1] + depth
+    if need > len(VOCAB):
+        raise ValueError(
+            f"depth={depth}, num_distractor_rules={num_distractor_rules}, "
+            f"num_distractor_objects={num_distractor_objects}: the task needs {need} distinct "
+            f"objects (2 + 2 depth + 2 num_distractor_rules + num_distractor_objects), there "
+            f"are {len(VOCAB)} ({len(OBJECT_TILES)} tiles x {len(OBJECT_COLORS)} colours)"
+        )
+
+
 def sample_ruleset(
     key: jax.Array,
     depth: int = 1,
@@ -96,6 +110,7 @@ def sample_ruleset(
             involves two objects (TileNear).
     """
     num_rules, num_objects = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)
+    check_vocabulary(depth, num_distractor_rules, num_distractor_objects)
     # one uniform draw for everything (each jax.random call compiles its own hash)
     n_u = 3 + 3 * depth + num_distractor_rules
     draw = jax.random.uniform(key, (len(VOCAB) + num_rules + n_u,))

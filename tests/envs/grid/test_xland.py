@@ -417,6 +417,23 @@ def test_xland__bad_config_errors():
     env.validate_params(env.default_params)
 
 
+@pytest.mark.timeout(60)
+def test_generator__refuses_more_objects_than_distinct_pairs():
+    """Tasks use distinct (tile, colour) objects, and there are 66 (6 tiles x 11 colours):
+    a generator setting that needs more is refused, naming the count. It was accepted and
+    silently reused objects (72 placed, 66 distinct for 70 distractor objects: the
+    distinct-objects guarantee, and with it the chain's, broken)."""
+    assert len(xland.VOCAB) == 66
+    with pytest.raises(ValueError, match=r"num_distractor_objects=70: .* 72 distinct .* 66"):
+        xland.sample_ruleset(jax.random.key(0), 0, 0, 70)
+    with pytest.raises(ValueError, match=r"depth=3, num_distractor_rules=30.* 70 distinct"):
+        xland.XLand(height=30, width=30, depth=3, num_distractor_rules=30)
+    rs = xland.sample_ruleset(jax.random.key(0), 0, 0, 64)  # 66 draws: the whole vocabulary
+    tiles = np.asarray(rs.init_tiles)
+    placed = tiles[tiles[:, 0] > 0]
+    assert len(placed) >= 65 and len({tuple(t) for t in placed}) == len(placed)
+
+
 def test_make_benchmark_command(tmp_path, capsys):
     """The documented command writes a loadable file with the requested task count."""
     from hordax.envs.grid import make_benchmark
