@@ -525,6 +525,10 @@ class XLandTrials(XLand):
     """
 
     SPLITS = ("", "train", "test")
+    # the trial's counter ``state.time`` counts towards its truncation only (the reward reads
+    # the running episode's own clock, ``state.episode.time``): staggered starts are a state
+    # of the task (docs/env_protocol.md), unlike the other grid worlds'
+    reads_time = False
 
     def __init__(
         self,
