@@ -144,6 +144,24 @@ def test_stagger__refused_for_envs_that_read_their_step_counter(env_id):
     VecEnv(LogEpisode(ClipAction(env)), 4)  # without stagger: fine
 
 
+def test_stagger__xland_trials_whose_trial_clock_counts_only_to_truncation():
+    """docs/env_protocol.md lists XLand trials among the envs that may be staggered: a
+    trial's counter only counts towards its truncation (each episode inside it has its own
+    clock, which the reward reads). It was refused, ``reads_time`` inherited from the grid
+    worlds. A step from the same state with another trial counter gives the same
+    observation, reward, termination and next state (but the counter)."""
+    env, params = hordax.make("Grid-XLand-Trials-R1-9x9-v0", num_tasks=8)
+    VecEnv(LogEpisode(ClipAction(env)), 4, stagger=True)  # accepted
+    _, state = env.reset(jax.random.key(0), params)
+    step = jax.jit(env.step_env)
+    for action in range(6):
+        a = step(jax.random.key(1), state, action, params)
+        b = step(jax.random.key(1), state.replace(time=jnp.int32(700)), action, params)
+        assert int(b[1].time) == 701
+        b = (b[0], b[1].replace(time=a[1].time), *b[2:])
+        jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
 @pytest.mark.parametrize("algo", ["ppo", "pqn"])
 def test_stagger__trainer_config_reaches_the_env_stack(algo):
     """``trainer.stagger_starts``: the trainer's first env states carry drawn counters; off

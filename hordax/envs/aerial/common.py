@@ -144,3 +144,39 @@ def validate_common(params: Any) -> None:
     dist = np.asarray(params.crash_distance, np.float64)
     if not np.all(np.isfinite(dist)) or np.any(dist <= 0):
         raise ValueError(f"params.crash_distance={dist.tolist()}: must be finite and > 0")
+
+
+def check_starts(
+    params: Any, lowest: np.ndarray, farthest: np.ndarray, fields: dict[str, str]
+) -> None:
+    """No start is a crash: every spawn above ``params.ground_z`` and within
+    ``params.crash_distance`` of what the crash distance is measured from.
+
+    ``lowest`` / ``farthest``: the lowest start height and the largest start distance the
+    spawn ranges allow (every entry, if batched); ``fields``: ``{"lowest": formula,
+    "farthest": formula}`` naming the params each is computed from, for the message.
+    Otherwise a share of the episodes would end on their first step with the crash reward.
+    """
+
+    def shown(x: Any) -> Any:
+        return np.round(np.asarray(x, np.float64), 6).tolist()
+
+    ground = np.asarray(params.ground_z, np.float64)
+    if np.any(lowest <= ground):
+        raise ValueError(
+            f"{fields['lowest']} = {shown(lowest)}: the lowest start must be above "
+            f"params.ground_z={shown(ground)} (starts below it crash at once)"
+        )
+    crash = np.asarray(params.crash_distance, np.float64)
+    if np.any(farthest >= crash):
+        raise ValueError(
+            f"{fields['farthest']} = {shown(farthest)}: the farthest start must be within "
+            f"params.crash_distance={shown(crash)} (starts beyond it crash at once)"
+        )
+
+
+def check_success_radius(params: Any) -> None:
+    """``params.success_radius`` (the ``success`` metric's) must be finite and > 0."""
+    radius = np.asarray(params.success_radius, np.float64)
+    if np.any(radius <= 0):
+        raise ValueError(f"params.success_radius={radius.tolist()}: must be finite and > 0")

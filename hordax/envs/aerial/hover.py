@@ -149,6 +149,18 @@ class Hover(Environment[HoverState, HoverParams]):
                 f"params.ground_z={np.asarray(params.ground_z).tolist()}: every target "
                 "(target_center z - target_range z) must be above ground_z"
             )
+        spawn = np.asarray(params.spawn_pos_range, np.float64)
+        common.check_starts(
+            params,
+            lowest=np.asarray(params.target_center)[..., 2] - rng[..., 2] - spawn[..., 2],
+            farthest=np.linalg.norm(spawn, axis=-1),
+            fields={
+                "lowest": "params.target_center z - params.target_range z - "
+                "params.spawn_pos_range z",
+                "farthest": "|params.spawn_pos_range| (from the target)",
+            },
+        )
+        common.check_success_radius(params)
 
     def render(self, state: HoverState, params: HoverParams) -> np.ndarray:
         from hordax.envs.aerial.render import render_scene

@@ -329,6 +329,22 @@ class MultiHover(MultiAgentEnvironment[MultiHoverState, MultiHoverParams]):
                 f"params.ground_z={np.asarray(params.ground_z).tolist()}: starts and goals "
                 "(center z - jitter) must be above ground_z"
             )
+        spawn = np.asarray(params.spawn_pos_range, np.float64)
+        jitter = np.abs(np.asarray(params.jitter, np.float64))
+        common.check_starts(
+            params,
+            lowest=low - spawn[..., 2],
+            # start - goal = 2 r ring + jitter (u1 - u2) + spawn offset, |u1 - u2| <= 2 sqrt(3)
+            farthest=2.0 * np.asarray(params.ring_radius, np.float64)
+            + 2.0 * math.sqrt(3.0) * jitter
+            + np.linalg.norm(spawn, axis=-1),
+            fields={
+                "lowest": "params.center z - params.jitter - params.spawn_pos_range z",
+                "farthest": "2 params.ring_radius + 2 sqrt(3) params.jitter + "
+                "|params.spawn_pos_range| (from the goal)",
+            },
+        )
+        common.check_success_radius(params)
 
     def render(self, state: MultiHoverState, params: MultiHoverParams) -> np.ndarray:
         from hordax.envs.aerial.render import render_scene

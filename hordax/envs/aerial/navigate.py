@@ -20,6 +20,9 @@ from hordax.envs.core import Environment
 
 #: goal - pos (3, vehicle frame), quat (4), body vel (3), body rates (3), previous action (4)
 STATE_DIM = 17
+#: m, the least distance from a start (x = 1 m, >= 1 m from the walls) to an obstacle
+#: surface (centres at x >= 2 m, sizes <= 0.6 m): ``collision_radius`` must stay below it
+START_CLEARANCE = 0.4
 
 
 @struct.dataclass
@@ -347,6 +350,7 @@ class Navigate(Environment[NavigateState, NavigateParams]):
                 f"params.min_range={lo.tolist()}, params.max_range={hi.tolist()}: need "
                 "0 < min_range < max_range"
             )
+        self._validate_task(params, room)
         for name in ("depth_noise", "depth_dropout"):
             v = np.asarray(getattr(params, name), np.float64)
             if np.any(v < 0) or (name == "depth_dropout" and np.any(v > 1)):
@@ -356,6 +360,46 @@ class Navigate(Environment[NavigateState, NavigateParams]):
                     f"params.{name}={v.tolist()}: needs an env built with camera_noise=True "
                     "(a static switch: without it the camera is noise-free)"
                 )
+
+    @staticmethod
+    def _validate_task(params: NavigateParams, room: np.ndarray) -> None:
+        """Goal, crash and reward params (every entry, if batched): a goal inside the room
+        and off the start, a reachable goal radius, a collision radius no start violates,
+        penalties that penalize."""
+        goal_radius = np.asarray(params.goal_radius, np.float64)
+        if np.any(goal_radius <= 0):
+            raise ValueError(f"params.goal_radius={goal_radius.tolist()}: must be finite and > 0")
+        radius = np.asarray(params.collision_radius, np.float64)
+        # starts are at x = 1 m, >= 1 m from every wall, and obstacles lie at x >= 2 m
+        # with sizes <= 0.6 m: every start is >= 0.4 m from the nearest surface
+        if np.any(radius < 0) or np.any(radius >= START_CLEARANCE):
+            raise ValueError(
+                f"params.collision_radius={radius.tolist()}: must be >= 0 and < "
+                f"{START_CLEARANCE} m (a start's least clearance: a larger radius crashes "
+                "episodes at their start)"
+            )
+        gx = np.asarray(params.goal_x_range, np.float64)
+        lo, hi, length = gx[..., 0], gx[..., 1], room[..., 0]
+        rule = None
+        if np.any(lo > hi):
+            rule = "want lo <= hi"
+        elif np.any(hi * length + radius >= length):
+            rule = (
+                f"the goal x (fraction x room length {room[..., 0].tolist()}) must lie inside "
+                f"the room, more than collision_radius={radius.tolist()} from its far wall"
+            )
+        elif np.any(lo * length - 1.0 <= goal_radius):
+            rule = (
+                f"the goal x (fraction x room length {room[..., 0].tolist()}) must lie beyond "
+                f"the start at x = 1 m by more than goal_radius={goal_radius.tolist()}"
+            )
+        if rule is not None:
+            shown = np.round(gx, 6).tolist()  # float32 fractions, not their float64 digits
+            raise ValueError(f"params.goal_x_range={shown}: {rule}")
+        for name in ("progress_scale", "action_penalty", "action_change_penalty"):
+            v = np.asarray(getattr(params, name), np.float64)
+            if np.any(v < 0):
+                raise ValueError(f"params.{name}={v.tolist()}: must be finite and >= 0")
 
     def render(self, state: NavigateState, params: NavigateParams) -> np.ndarray:
         from hordax.envs.aerial.render import render_scene

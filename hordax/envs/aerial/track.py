@@ -182,6 +182,16 @@ class Track(Environment[TrackState, TrackParams]):
                 f"params.ground_z={np.asarray(params.ground_z).tolist()}: the reference "
                 "(center z - amplitude z) must stay above ground_z"
             )
+        spawn = np.asarray(params.spawn_pos_range, np.float64)
+        common.check_starts(
+            params,
+            lowest=lowest - spawn[..., 2],
+            farthest=np.linalg.norm(spawn, axis=-1),
+            fields={
+                "lowest": "params.center z - params.amplitude z - params.spawn_pos_range z",
+                "farthest": "|params.spawn_pos_range| (from the reference)",
+            },
+        )
 
     def render(self, state: TrackState, params: TrackParams) -> np.ndarray:
         from hordax.envs.aerial.render import render_scene

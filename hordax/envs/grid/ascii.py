@@ -162,6 +162,11 @@ class AsciiGrid(GridEnv):
     ):
         grid, pos, d = parse_ascii(ascii_map, colors)
         h, w = grid.shape[:2]
+        if pos[0] < 0 and not np.any(grid[..., 0] == world.FLOOR):
+            raise ValueError(
+                "ascii_map: no agent character (> v < ^) and no free floor cell ('.' or ' ') "
+                "to draw a random start on"
+            )
         if goal is None:
             goal = rules.goal(rules.G_AGENT_ON_TILE, world.GOAL, world.GREEN)
         goal = np.asarray(goal, np.int32)
@@ -200,3 +205,50 @@ class AsciiGrid(GridEnv):
         tiles = np.asarray(params.grid)[..., 0]
         if tiles.max() >= world.NUM_TILES:
             raise ValueError(f"params.grid: tile ids must be < {world.NUM_TILES}")
+        if np.asarray(params.grid)[..., 1].max() >= world.NUM_COLORS:
+            raise ValueError(f"params.grid: colour ids must be < {world.NUM_COLORS}")
+        self._validate_start(params, tiles)
+        goal = np.asarray(params.goal)
+        if np.shape(goal)[-1:] != (rules.GOAL_SIZE,) or np.any(
+            (goal[..., 0] < 0) | (goal[..., 0] >= rules.NUM_GOALS)
+        ):
+            raise ValueError(
+                f"params.goal={goal.tolist()}: want int[{rules.GOAL_SIZE}] with a goal kind "
+                f"(entry 0) in [0, {rules.NUM_GOALS}) (rules.py; 0: no goal)"
+            )
+
+    def _validate_start(self, params: AsciiParams, tiles: np.ndarray) -> None:
+        """The start (every map's, if batched): ``agent_pos`` ``(-1, -1)`` (random, on a free
+        cell the map must have) or a walkable cell inside the map; ``agent_dir`` -1 or
+        0..3."""
+        h, w = self.height, self.width
+        pos = np.asarray(params.agent_pos).reshape(-1, 2)
+        tiles = tiles.reshape(-1, h, w)
+        tiles = np.broadcast_to(tiles, (max(len(tiles), len(pos)), h, w))
+        pos = np.broadcast_to(pos, (len(tiles), 2))
+        shown = np.asarray(params.agent_pos).tolist()
+        for i, (r, c) in enumerate(pos):
+            if r < 0 and c < 0:  # random start: sample_agent draws a free cell
+                if not np.any(tiles[i] == world.FLOOR):
+                    raise ValueError(
+                        f"params.agent_pos={shown}: a random start (-1, -1) needs a free floor "
+                        "cell in params.grid, which has none"
+                    )
+                continue
+            if not (0 <= r < h and 0 <= c < w):
+                raise ValueError(
+                    f"params.agent_pos={shown}: must be (-1, -1) (random start) or a cell "
+                    f"inside the {h}x{w} map"
+                )
+            if not world.WALKABLE[tiles[i, r, c]]:
+                name = world.TILE_NAMES[tiles[i, r, c]]
+                raise ValueError(
+                    f"params.agent_pos={shown}: params.grid holds {name!r} at the start cell "
+                    f"({r}, {c}), want a walkable cell (floor, goal or open door)"
+                )
+        d = np.asarray(params.agent_dir)
+        if np.any((d < -1) | (d > 3)):
+            raise ValueError(
+                f"params.agent_dir={d.tolist()}: must be -1 (random) or 0..3 (east, south, "
+                "west, north)"
+            )

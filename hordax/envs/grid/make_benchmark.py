@@ -33,6 +33,10 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("depth", "distractor_rules", "distractor_objects"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must be >= 0")
+    try:
+        xland.check_vocabulary(args.depth, args.distractor_rules, args.distractor_objects)
+    except ValueError as err:
+        parser.error(str(err))
     start = time.time()
     bench = xland.make_benchmark(
         jax.random.key(args.seed),

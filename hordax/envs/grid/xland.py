@@ -76,6 +76,20 @@ def ruleset_sizes(depth: int, num_distractor_rules: int, num_distractor_objects:
     )
 
 
+def check_vocabulary(depth: int, num_distractor_rules: int, num_distractor_objects: int) -> None:
+    """Host-side: the generator's distinct objects fit :data:`VOCAB` (66 ``(tile, colour)``
+    pairs); ``ValueError`` naming the three settings otherwise (indexing past the vocabulary
+    would repeat objects, and a task's objects must be distinct)."""
+    need = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)[1] + depth
+    if need > len(VOCAB):
+        raise ValueError(
+            f"depth={depth}, num_distractor_rules={num_distractor_rules}, "
+            f"num_distractor_objects={num_distractor_objects}: the task needs {need} distinct "
+            f"objects (2 + 2 depth + 2 num_distractor_rules + num_distractor_objects), there "
+            f"are {len(VOCAB)} ({len(OBJECT_TILES)} tiles x {len(OBJECT_COLORS)} colours)"
+        )
+
+
 def sample_ruleset(
     key: jax.Array,
     depth: int = 1,
@@ -96,6 +110,7 @@ def sample_ruleset(
             involves two objects (TileNear).
     """
     num_rules, num_objects = ruleset_sizes(depth, num_distractor_rules, num_distractor_objects)
+    check_vocabulary(depth, num_distractor_rules, num_distractor_objects)
     # one uniform draw for everything (each jax.random call compiles its own hash)
     n_u = 3 + 3 * depth + num_distractor_rules
     draw = jax.random.uniform(key, (len(VOCAB) + num_rules + n_u,))
@@ -282,6 +297,27 @@ def load_benchmark(path: str | os.PathLike) -> Benchmark:
     return Benchmark(jnp.asarray(g), jnp.asarray(r), jnp.asarray(o))
 
 
+def check_task_values(prefix: str, goal, rule_rows, init_tiles, goal_name: str = "goal") -> None:
+    """Host-side: known goal and rule kinds, tile and colour ids in range in ``init_tiles``
+    and in the rules' products (any leading axes: a benchmark's stack too). ``ValueError``
+    naming ``{prefix}{field}``, the first offending row and the rule."""
+    g, r, o = (np.asarray(x) for x in (goal, rule_rows, init_tiles))
+    tests = [
+        (goal_name, g, g[..., 0], rules.NUM_GOALS, "goal kind (entry 0)"),
+        ("rules", r, r[..., 0], rules.NUM_RULES, "rule kind (entry 0)"),
+        ("rules", r, r[..., 5], world.NUM_TILES, "produced tile id (entry 5)"),
+        ("rules", r, r[..., 6], world.NUM_COLORS, "produced colour id (entry 6)"),
+        ("init_tiles", o, o[..., 0], world.NUM_TILES, "tile ids (entry 0)"),
+        ("init_tiles", o, o[..., 1], world.NUM_COLORS, "colour ids (entry 1)"),
+    ]
+    for name, arr, values, n, what in tests:
+        bad = (values < 0) | (values >= n)
+        if np.any(bad):
+            at = np.argwhere(bad)[0]
+            row = arr[tuple(at)].tolist()
+            raise ValueError(f"{prefix}{name}={row} (at {at.tolist()}): {what} must be in [0, {n})")
+
+
 # --------------------------------------------------------------------------------------------
 # environments
 
@@ -412,6 +448,7 @@ class XLand(GridEnv):
             shape = tuple(np.shape(getattr(params, name)))[-len(want) :]
             if shape != want:
                 raise ValueError(f"params.{name} has shape {shape}, want {want} for this env")
+        check_task_values("params.", params.goal, params.rules, params.init_tiles)
 
 
 # --------------------------------------------------------------------------------------------
@@ -488,6 +525,10 @@ class XLandTrials(XLand):
     """
 
     SPLITS = ("", "train", "test")
+    # the trial's counter ``state.time`` counts towards its truncation only (the reward reads
+    # the running episode's own clock, ``state.episode.time``): staggered starts are a state
+    # of the task (docs/env_protocol.md), unlike the other grid worlds'
+    reads_time = False
 
     def __init__(
         self,
@@ -638,6 +679,7 @@ class XLandTrials(XLand):
                 f"{tuple(b.init_tiles.shape[1:])}; this env needs "
                 f"({self.num_rules}, 7) and ({self.num_objects}, 2) (same depth/distractors)"
             )
+        check_task_values("params.benchmark.", b.goals, b.rules, b.init_tiles, "goals")
         kinds = np.unique(np.asarray(b.goals)[..., 0]) if self.commit_pickup else None
         if kinds is not None and not np.array_equal(kinds, [rules.G_AGENT_HOLD]):
             raise ValueError(

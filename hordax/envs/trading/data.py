@@ -336,13 +336,11 @@ def _assemble(path, per_ticker, *, sort, fill_gaps, tickers, keep=False) -> Mark
                     f"(other tickers have one; near {lines[min(pos[k], len(lines) - 1)]}); "
                     "pass fill_gaps=True to carry the previous close forward"
                 )
-        prev = None
         for k in range(len(calendar)):
             if found[k]:
-                prev = vals[pos[k]]
-                values[k, j] = prev
-            else:  # inside [lo, hi], so a previous row exists
-                c = prev[3]
+                values[k, j] = vals[pos[k]]
+            else:  # inside [lo, hi], so the ticker has a row before it (maybe before lo)
+                c = vals[pos[k] - 1][3]
                 values[k, j] = (c, c, c, c, 0.0)
     return MarketData(calendar, tuple(names), values, source=os.fspath(path))
 

@@ -339,14 +339,31 @@ def check_ranges(checks: dict) -> None:
 
 
 def validate_panel(params: Any) -> None:
-    """Shapes, positive finite prices and a consistent episode range."""
+    """Shapes (``close [T, N]`` and the per-row arrays' leading ``[T, N]`` or ``[T]``),
+    positive finite prices and a consistent episode range."""
     close = np.asarray(params.close)
     if close.ndim != 2 or close.shape[0] < 2:
         raise ValueError(f"params.close has shape {close.shape}: want [T >= 2, N]")
     if not np.all(np.isfinite(close) & (close > 0)):
         t, j = np.argwhere(~(np.isfinite(close) & (close > 0)))[0]
         raise ValueError(f"params.close[{t}, {j}]={close[t, j]}: prices must be finite and > 0")
-    T = close.shape[0]
+    T, n = close.shape
+    # per-row arrays: (field, leading shape); a mismatch would be clamped by JAX's indexing
+    # (row t of a shorter array reads its last row) instead of failing
+    for name, lead in (
+        ("features", (T, n)),
+        ("turbulence", (T,)),
+        ("sigma", (T, n)),
+        ("adv", (T, n)),
+        ("factors", (T,)),
+    ):
+        if hasattr(params, name):
+            shape = tuple(np.shape(getattr(params, name)))
+            if shape[: len(lead)] != lead:
+                raise ValueError(
+                    f"params.{name} has shape {shape}: want leading {lead}, the rows (and "
+                    f"assets) of params.close {close.shape}"
+                )
     bounds = (params.start_lo, params.start_hi, params.end)
     lo, hi, end = (int(np.max(np.asarray(x))) for x in bounds)
     if not (0 <= lo <= hi <= end - 2 and end <= T):

@@ -191,6 +191,31 @@ def test_navigate__params_validation():
         hordax.make("Aerial-Navigate-v0", quad=params.quad.replace(mass=jnp.float32(0.0)))
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"goal_radius": -1.0}, r"params\.goal_radius=-1\.0: must be finite and > 0"),
+        ({"collision_radius": -5.0}, r"params\.collision_radius=-5\.0: must be .*>= 0"),
+        ({"collision_radius": 0.5}, r"params\.collision_radius=0\.5: .*< 0\.4"),
+        ({"goal_x_range": [0.95, 1.5]}, r"params\.goal_x_range=\[0\.95, 1\.5\].*inside"),
+        ({"goal_x_range": [0.94, 0.9]}, r"params\.goal_x_range=\[0\.94.*lo <= hi"),
+        ({"goal_x_range": [0.05, 0.9]}, r"params\.goal_x_range=\[0\.05.*start"),
+        ({"progress_scale": -1.0}, r"params\.progress_scale=-1\.0: must be finite and >= 0"),
+        ({"action_penalty": -1.0}, r"params\.action_penalty=-1\.0"),
+        ({"action_change_penalty": -1.0}, r"params\.action_change_penalty=-1\.0"),
+    ],
+)
+def test_navigate__task_params_validation(override, message):
+    """Goal, crash and reward params that make the task meaningless are refused at make,
+    naming the field: a goal outside the room (unreachable: the walls crash first) or at
+    the start, a negative goal radius (never reached), a negative collision radius (flying
+    through walls and obstacles) or one at which a start can already be a crash (starts are
+    0.4 m from the nearest obstacle surface), negative penalties. They were all accepted."""
+    with pytest.raises(ValueError, match=message):
+        hordax.make("Aerial-Navigate-v0", params=override)
+
+
 def test_navigate__curriculum_rule():
     """+2 above 70 % success, -1 below 60 %, unchanged between, clipped to the range."""
     assert curriculum_level(4, 0.8) == 6

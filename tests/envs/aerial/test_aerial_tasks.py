@@ -148,6 +148,31 @@ def test_tasks__make_rejects_bad_params_and_constructor_args():
     assert cf_env.controller == "rates" and float(cf_params.quad.mass) == pytest.approx(0.0319)
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("env_id", "override", "message"),
+    [
+        # 14 % of starts below ground (z in [-1, 5]): they crashed on their first step
+        ("Aerial-Hover-v0", {"spawn_pos_range": [2.0, 2.0, 3.0]}, r"spawn_pos_range z = -1\.0"),
+        # up to 11.3 m from the target: 23 % of episodes crashed on their first step
+        ("Aerial-Hover-v0", {"spawn_pos_range": [8.0, 8.0, 1.0]}, r"within params\.crash_"),
+        ("Aerial-Hover-v0", {"success_radius": -1.0}, r"params\.success_radius=-1\.0"),
+        ("Aerial-Track-v0", {"spawn_pos_range": [0.5, 0.5, 2.5]}, r"above params\.ground_z"),
+        ("Aerial-Track-v0", {"spawn_pos_range": [2.0, 2.0, 1.0]}, r"crash_distance=3\.0"),
+        # every start 9 m from its goal: every episode ended on its first step
+        ("Aerial-MultiHover-v0", {"ring_radius": 4.5}, r"2 params\.ring_radius .* = 9\.69"),
+        ("Aerial-MultiHover-v0", {"spawn_pos_range": [0.0, 0.0, 2.0]}, r"above params\.ground"),
+        ("Aerial-MultiHover-v0", {"success_radius": 0.0}, r"params\.success_radius=0\.0"),
+    ],
+)
+def test_tasks__make_rejects_params_whose_starts_crash(env_id, override, message):
+    """Spawn ranges that put a start below the ground or beyond the crash distance (those
+    episodes end on their first step with the crash reward) and a non-positive success
+    radius are refused at make, naming the fields; they were accepted."""
+    with pytest.raises(ValueError, match=message):
+        hordax.make(env_id, params=override)
+
+
 def test_hover__position_controller_policy_reaches_the_setpoint():
     """Acting with the position controller toward the target (a = (target - p) / 2) from
     64 random starts (yaw up to +-pi away from the commanded 0): no crash, and after 5 s the

@@ -145,6 +145,27 @@ def test_ascii__round_trip_and_errors():
         env.validate_params(params.replace(grid=jnp.zeros((3, 3, 2), jnp.uint8)))
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        # a 5x9 map: the agent stood outside the grid, or on the wall at (0, 0)
+        ({"params": {"agent_pos": [10, 10]}}, r"params\.agent_pos=\[10, 10\]: .*inside"),
+        ({"params": {"agent_pos": [0, 0]}}, r"params\.agent_pos=\[0, 0\]: .*wall"),
+        ({"params": {"agent_dir": 7}}, r"params\.agent_dir=7: must be -1 .* or 0\.\.3"),
+        ({"params": {"goal": [99, 0, 0, 0, 0]}}, r"params\.goal=\[99, 0, 0, 0, 0\]: .*kind"),
+        # no agent and no free cell: every reset put the agent on the wall at (0, 0)
+        ({"ascii_map": "####\n#GB#\n####", "view_size": 3}, r"ascii_map: no agent .* free"),
+    ],
+)
+def test_ascii__make_rejects_starts_off_the_floor_and_unknown_goals(make, match):
+    """An agent start outside the map or on a wall, a direction outside 0..3, a goal kind
+    ``check_goal`` does not know (never met) and a map with neither an agent nor a free cell
+    to draw one on are refused at make, naming the field; they were accepted."""
+    with pytest.raises(ValueError, match=match):
+        hordax.make("Grid-Ascii-v0", **make)
+
+
 def test_ascii__no_agent_means_random_start():
     """Without an agent character every reset draws a free cell and a direction."""
     env, params = hordax.make("Grid-Ascii-v0", ascii_map="#######\n#.....#\n#.....#\n#######")

@@ -417,6 +417,50 @@ def test_xland__bad_config_errors():
     env.validate_params(env.default_params)
 
 
+@pytest.mark.timeout(60)
+def test_generator__refuses_more_objects_than_distinct_pairs():
+    """Tasks use distinct (tile, colour) objects, and there are 66 (6 tiles x 11 colours):
+    a generator setting that needs more is refused, naming the count. It was accepted and
+    silently reused objects (72 placed, 66 distinct for 70 distractor objects: the
+    distinct-objects guarantee, and with it the chain's, broken)."""
+    assert len(xland.VOCAB) == 66
+    with pytest.raises(ValueError, match=r"num_distractor_objects=70: .* 72 distinct .* 66"):
+        xland.sample_ruleset(jax.random.key(0), 0, 0, 70)
+    with pytest.raises(ValueError, match=r"depth=3, num_distractor_rules=30.* 70 distinct"):
+        xland.XLand(height=30, width=30, depth=3, num_distractor_rules=30)
+    rs = xland.sample_ruleset(jax.random.key(0), 0, 0, 64)  # 66 draws: the whole vocabulary
+    tiles = np.asarray(rs.init_tiles)
+    placed = tiles[tiles[:, 0] > 0]
+    assert len(placed) >= 65 and len({tuple(t) for t in placed}) == len(placed)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("goal", [99, 3, 1, 0, 0], r"goals?=.* kind .* \[0, 15\)"),
+        ("rules", 77, r"rules=.* kind .* \[0, 12\)"),
+        ("init_tiles", 300, r"init_tiles=.* tile ids .* \[0, 14\)"),
+    ],
+)
+def test_xland__params_task_values_are_checked(field, value, match):
+    """A task given through params (``XLand``) or a benchmark given as params
+    (``XLandTrials``) with an unknown goal or rule kind (never met / does nothing) or a
+    tile id past the 14 tiles (300 wrapped to the uint8 44) is refused, naming the field,
+    as ``load_benchmark`` refuses such a file. Both were accepted."""
+    env = xland.XLand()
+    params = env.default_params
+    bad = np.broadcast_to(np.asarray(value, np.int32), np.shape(getattr(params, field)))
+    with pytest.raises(ValueError, match=r"params\." + match):
+        env.validate_params(params.replace(**{field: np.array(bad)}))
+    trials = xland.XLandTrials(num_tasks=4)
+    tp = trials.default_params
+    name = "goals" if field == "goal" else field
+    stack = np.array(np.broadcast_to(bad, np.shape(getattr(tp.benchmark, name))))
+    with pytest.raises(ValueError, match=r"params\.benchmark\." + match):
+        trials.validate_params(tp.replace(benchmark=tp.benchmark.replace(**{name: stack})))
+
+
 def test_make_benchmark_command(tmp_path, capsys):
     """The documented command writes a loadable file with the requested task count."""
     from hordax.envs.grid import make_benchmark

@@ -84,6 +84,23 @@ def test_load_ohlcv_csv__gap_raises_or_fills(tmp_path):
     np.testing.assert_allclose(data.close[3, 1], 22.5)
 
 
+@pytest.mark.timeout(60)
+def test_load_ohlcv_csv__fill_gaps_on_the_calendars_first_date(tmp_path):
+    """A gap on the common calendar's first date (A: 01-02, 01-06, 01-07; B starts on
+    01-03) is filled from the ticker's row before the calendar. It raised ``TypeError:
+    'NoneType' object is not subscriptable`` (the previous close was taken from calendar
+    rows only), after the gap error had told the user to pass ``fill_gaps=True``."""
+    text = HEADER + _rows("A", [DATES[0], DATES[2], DATES[3]]) + _rows("B", DATES[1:], base=20)
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError, match=r"ticker 'A' has a gap: no row for 2020-01-03"):
+        md.load_ohlcv_csv(path)
+    data = md.load_ohlcv_csv(path, fill_gaps=True)
+    assert [str(d)[:10] for d in data.dates] == DATES[1:]
+    np.testing.assert_allclose(data.values[0, 0], [10.5, 10.5, 10.5, 10.5, 0.0])  # A's 01-02
+    np.testing.assert_allclose(data.close[:, 0], [10.5, 11.5, 12.5])
+    np.testing.assert_allclose(data.close[:, 1], [20.5, 21.5, 22.5])
+
+
 def test_load_ohlcv_csv__sort_repair(tmp_path):
     """Unsorted rows raise by default; sort=True orders them by date."""
     rows = _rows("A", DATES).splitlines(keepends=True)

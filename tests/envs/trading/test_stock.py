@@ -226,6 +226,29 @@ def test_stock__make_validates_params():
         hordax.make("StockTrading-v0", split="tst")
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("env_id", "field", "cut"),
+    [
+        ("StockTrading-v0", "features", np.s_[:100]),
+        ("StockTrading-v0", "features", np.s_[:, :2]),
+        ("StockTrading-v0", "turbulence", np.s_[:100]),
+        ("StockTrading-v0", "sigma", np.s_[:100]),
+        ("StockTrading-v0", "adv", np.s_[:, :2]),
+        ("StockPortfolio-v0", "features", np.s_[:100]),
+        ("CryptoTrading-v0", "factors", np.s_[:100]),
+    ],
+)
+def test_panel__per_row_arrays_must_match_the_close_panel(env_id, field, cut):
+    """Every per-row array of the params has the close panel's rows (and assets): a
+    ``features`` of 100 rows was accepted, and indexing it at row ``t >= 100`` (clamped by
+    JAX) observed row 99's indicators for the rest of the panel, silently."""
+    env, params = hordax.make(env_id)
+    short = getattr(params, field)[cut]
+    with pytest.raises(ValueError, match=rf"params\.{field} has shape \({short.shape[0]},"):
+        env.validate_params(params.replace(**{field: short}))
+
+
 def test_ledger__buy_order_largest_first_ties_to_higher_index():
     """With cash for one order only, equal orders go to the higher asset index (FinRL's
     np.argsort(actions)[::-1]); a larger order goes first."""
