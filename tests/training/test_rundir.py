@@ -2,6 +2,7 @@
 writes under SIGKILL, and the fault hook's counting (no JAX here: fast)."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -96,6 +97,33 @@ def test_claim__refuses_a_run_or_replaces_it_with_overwrite_then_writes_the_file
     claim(str(tmp_path), overwrite=True, files=files)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", *files, "notes.txt"])
     assert (tmp_path / "config.yaml").read_text() == "new: 1\n"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("stop_at", ["eval.json", "backtest_test", "summary.json.tmp"])
+def test_clear__a_kill_midway_leaves_the_run_marked(tmp_path, monkeypatch, stop_at):
+    """The run's identity (``overrides.json``, ``config.yaml``) goes last: a kill while the
+    replaced run's evaluations, backtests or leftovers are removed leaves a directory that
+    still holds a run (a fresh run without overwrite=true is refused there), never one that
+    looks free beside the old agent's ``eval.json``, which ``hordax suite`` would reuse."""
+    for name in ("config.yaml", "overrides.json", "summary.json", "eval.json",
+                 "summary.json.tmp"):  # fmt: skip
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "backtest_test").mkdir()
+
+    def killed_at(path, *args, **kwargs):
+        if os.path.basename(path) == stop_at:
+            raise KeyboardInterrupt
+        return real[os.path.isdir(path)](path, *args, **kwargs)
+
+    real = {False: os.remove, True: shutil.rmtree}
+    monkeypatch.setattr(os, "remove", killed_at)
+    monkeypatch.setattr(shutil, "rmtree", killed_at)
+    with pytest.raises(KeyboardInterrupt):
+        clear(str(tmp_path))
+    assert {"config.yaml", "overrides.json"} <= set(run_files(str(tmp_path)))
+    with pytest.raises(RunDirError):
+        check_free(str(tmp_path), overwrite=False)
 
 
 _COUNTER = """

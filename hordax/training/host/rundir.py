@@ -110,11 +110,20 @@ def claim(
         write_atomic(os.path.join(run_dir, name), text)
 
 
+#: The run's identity among :data:`RUN_FILES`: removed last by :func:`clear`.
+_IDENTITY = ("config.yaml", "overrides.json")
+
+
 def clear(run_dir: str) -> None:
-    """Remove the run files of ``run_dir`` (and their leftover temporary files)."""
-    paths = [os.path.join(run_dir, n) for n in RUN_FILES]
+    """Remove the run files of ``run_dir`` (and their leftover temporary files, its
+    evaluations and backtests); the run's identity goes last, so a kill at any point leaves
+    a directory that still holds a run, never one that looks free beside the old agent's
+    ``eval.json``."""
+    outputs = [n for n in RUN_FILES if n not in _IDENTITY]
+    paths = [os.path.join(run_dir, n) for n in outputs]
     for pattern in (*_RUN_GLOBS, *(n + _TMP for n in RUN_FILES)):
         paths += sorted(glob.glob(os.path.join(glob.escape(run_dir), pattern)))
+    paths += [os.path.join(run_dir, n) for n in _IDENTITY]
     for path in paths:
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
