@@ -3,7 +3,8 @@
     hordax train env=CartPole-v1 agent=ppo trainer.total_env_steps=500000 seed=3
 
 Bad input gets one line on stderr naming the key, the value and what is allowed, and a
-non-zero exit code (2 for hordax's own checks, 1 for hydra's composition errors). The
+non-zero exit code (2 for hordax's own checks, 1 for hydra's composition errors and for a
+file the run cannot write: a full or read-only disk, saying where the run stands). The
 last line on stdout is one JSON object summarizing the run. A fresh run refuses a run
 directory that already holds a run (exit 2) unless ``overwrite=true``; Ctrl-C stops a run
 cleanly with one line saying how to resume it (exit 130).
@@ -226,11 +227,33 @@ def check_run_dir_early(args: list[str]) -> None:
     if any(a in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for a in args):
         return  # hydra only prints something; no run starts
     run_dir = _override(args, "hydra.run.dir")
+    problem = run_dir and unwritable_dir(run_dir)
+    if problem:  # else hydra's traceback from its mkdir
+        _fail(f"hydra.run.dir={run_dir}: cannot be made or written ({problem})")
     if run_dir and not _override(args, "resume"):
         try:
             check_free(run_dir, _is_true(_override(args, "overwrite")))
         except RunDirError as e:
             _fail(str(e))
+
+
+def unwritable_dir(path: str) -> str | None:
+    """Why ``path`` cannot be made (or written, if it exists) as a directory, else None:
+    its nearest existing ancestor (or itself) is not a directory, or not writable."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        return f"{p} is not a directory"
+    if not os.access(p, os.W_OK | os.X_OK):
+        return f"{p} is not writable"
+    return None
+
+
+def os_error(e: OSError) -> str:
+    """An OS error (disk full, read-only, a path in the way) as one line naming the path."""
+    where = f": {e.filename}" if e.filename else ""
+    return f"{e.strerror or e}{where}"
 
 
 def _init_distributed() -> None:
@@ -549,6 +572,9 @@ def _train_task(dict_cfg) -> None:
         _fail(str(e), run_dir=own_dir)
     except KeyboardInterrupt:
         _interrupted(run_dir, overrides)
+    except OSError as e:  # disk full, read-only, a path in the way: not a traceback
+        _fail(f"{os_error(e)} (the run could not write its files); {_stands(run_dir, overrides)}",
+              code=1)  # fmt: skip
     if cfg.ensemble.enabled:  # agent=ensemble: members and ensembles on validation
         from hordax.training.ensemble import add_ensemble_to_summary
 
@@ -558,17 +584,19 @@ def _train_task(dict_cfg) -> None:
 
 def _interrupted(run_dir: str, overrides: list[str]) -> None:
     """Ctrl-C: one line saying where the run stands and how to go on; exit 130."""
+    print(f"hordax: interrupted: {_stands(run_dir, overrides)}", file=sys.stderr, flush=True)
+    raise SystemExit(130)
+
+
+def _stands(run_dir: str, overrides: list[str]) -> str:
+    """Where a stopped run stands and how to go on (its newest checkpoint, or none)."""
     from hordax.training.host.checkpoint import committed_steps
 
     # Not a new Checkpointer: the stopped run's orbax thread may still be committing a step.
     steps = committed_steps(run_dir)
-    last = steps[-1] if steps else None
-    if last is None:
-        how = f"no checkpoint yet; start it again with: {restart_command(overrides, run_dir)}"
-    else:
-        how = f"last checkpoint after chunk {last}; continue with: hordax train resume={run_dir}"
-    print(f"hordax: interrupted: {how}", file=sys.stderr, flush=True)
-    raise SystemExit(130)
+    if not steps:
+        return f"no checkpoint yet; start it again with: {restart_command(overrides, run_dir)}"
+    return f"last checkpoint after chunk {steps[-1]}; continue with: hordax train resume={run_dir}"
 
 
 def _bench_task(dict_cfg) -> None:
@@ -603,6 +631,8 @@ def _app_task(command: str, dict_cfg: Any, run: str, *args: Any) -> None:
         row = getattr(importlib.import_module(module), name)(cfg, *args)
     except (ValueError, TypeError) as e:
         _fail(str(e))
+    except OSError as e:  # e.g. out= in a folder that cannot be made
+        _fail(os_error(e))
     print(strict_json.dumps(row), flush=True)
 
 
