@@ -377,6 +377,36 @@ def test_train_and_log__refuses_a_finished_run_overwrite_replaces_resume_continu
 
 
 @pytest.mark.timeout(300)
+def test_train_and_log__a_run_directory_in_use_by_another_process_is_refused(tmp_path):
+    """While a run trains in a directory (it holds a lock on it), a second run there is
+    refused, nothing touched: ``overwrite=true`` would have removed the running run's files
+    under it and ``resume=`` written a second stream of checkpoints and rows beside its; the
+    lock goes with the run (the next one takes the directory)."""
+    import fcntl
+
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+
+    def train(cfg):
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    train(_tiny(run_dir, 0, checkpoint=ckpt))
+    before = _digest(run_dir)
+    fd = os.open(run_dir, os.O_RDONLY)  # the run of another process, still training
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for kw in ({"overwrite": True}, {"resume": str(run_dir)}):
+            with pytest.raises(RunDirError, match=rf"^run_dir={run_dir}: in use by another"):
+                train(_tiny(run_dir, 1 if kw.get("overwrite") else 0, checkpoint=ckpt, **kw))
+            assert _digest(run_dir) == before, kw
+    finally:
+        os.close(fd)
+    again = train(_tiny(run_dir, 0, checkpoint=ckpt, resume=str(run_dir)))
+    assert again["resumed_from_chunk"] == 2
+
+
+@pytest.mark.timeout(300)
 def test_resume_after_the_last_chunk__keeps_the_finished_runs_timings(tmp_path):
     """A resume with nothing left to run trains nothing in its process: a finished run keeps
     its summary's wall_s, compile_s and sps (not 0.0 and the new process's compile);

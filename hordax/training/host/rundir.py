@@ -5,6 +5,10 @@ fault-injection hook of the kill tests.
   with ``overwrite=true`` that run's files are removed first (:func:`clear`), so two runs
   are never mixed in one directory. Files that are not a run's (a user's notes) are left.
   :func:`claim` does both for every entry point (the host loop calls it for a fresh run).
+- :func:`locked` holds an exclusive lock on the directory while a run uses it: a second run
+  there (a fresh one with ``overwrite=true``, a ``resume=``) is refused while the first
+  trains, instead of removing its files or writing a second stream of checkpoints beside
+  its. The kernel drops the lock when the process ends, however it ends.
 - :func:`write_atomic` writes a file whole or not at all (temporary file + ``os.replace``):
   a run killed at any moment leaves the old file or the new one, never half of one.
 - :func:`open_metrics` opens ``metrics.jsonl`` for a fresh or resumed run (rows a killed run
@@ -18,12 +22,14 @@ fault-injection hook of the kill tests.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import shutil
 import signal
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 #: What a run writes into its directory, in the order :func:`clear` removes it: outputs
@@ -129,6 +135,36 @@ def clear(run_dir: str) -> None:
             shutil.rmtree(path)
         elif os.path.lexists(path):
             os.remove(path)
+
+
+@contextlib.contextmanager
+def locked(run_dir: str | None, create: bool = True, key: str = "run_dir") -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``run_dir`` (made first if ``create``; an absent one is
+    not locked otherwise) for the ``with`` block; :class:`RunDirError` naming ``key`` if
+    another process holds it. Where the file system offers no ``flock`` (some network file
+    systems) or the platform has none, nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        fcntl = None  # type: ignore[assignment]
+    if not run_dir or fcntl is None or not (create or os.path.isdir(run_dir)):
+        yield
+        return
+    os.makedirs(run_dir, exist_ok=True)
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(
+                f"{key}={run_dir}: in use by another process (a run there is still training); "
+                "wait for it to end, or choose a new directory"
+            ) from None
+        except OSError:  # no flock on this file system: go on unlocked
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str, data: str | bytes) -> None:
