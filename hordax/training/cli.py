@@ -163,11 +163,18 @@ def run_dir_override(args: list[str]) -> list[str]:
 
 def resume_overrides(args: list[str]) -> list[str]:
     """``resume=DIR`` -> the overrides that run was started with, then ``args``, and
-    ``hydra.run.dir=DIR`` (the resumed run continues in its own directory)."""
+    ``hydra.run.dir=DIR`` (the resumed run continues in its own directory; another
+    ``hydra.run.dir`` in ``args`` is refused with one line naming both)."""
     resume = [a.split("=", 1)[1] for a in args if a.startswith("resume=")]
     if not resume or not resume[-1]:
         return args
     run_dir = resume[-1]
+    other = _override(args, "hydra.run.dir")
+    if other and os.path.normpath(other) != os.path.normpath(run_dir):
+        _fail(
+            f"resume={run_dir}: conflicts with hydra.run.dir={other} (a resumed run continues"
+            " in its own directory: give one of them)"
+        )
     from hordax.training.host.rundir import RunDirError, read_overrides
 
     try:
