@@ -407,6 +407,30 @@ def test_train_and_log__a_run_directory_in_use_by_another_process_is_refused(tmp
 
 
 @pytest.mark.timeout(300)
+def test_resume__continues_the_runs_wandb_run(tmp_path):
+    """``logger=wandb``: a resumed run logs to the W&B run of the run it continues (the
+    checkpoints' run id); it started a second W&B run, so one training run showed up as two,
+    the first with the rows past its checkpoint that the resume computed again."""
+    from hordax.training.config import LoggerConfig
+
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+    logger = LoggerConfig(name="wandb", mode="offline")
+
+    def train(**kw):
+        cfg = _tiny(run_dir, 0, checkpoint=ckpt, logger=logger, **kw)
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    train()
+    shutil.rmtree(run_dir / "checkpoints" / "2")  # as if killed after chunk 1's checkpoint
+    train(resume=str(run_dir))
+    runs = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+    run_id = json.loads((run_dir / "checkpoints" / "meta.json").read_text())["run_id"]
+    assert len(runs) == 2 and all(r.split("-")[3] == run_id for r in runs), runs
+
+
+@pytest.mark.timeout(300)
 def test_resume_after_the_last_chunk__keeps_the_finished_runs_timings(tmp_path):
     """A resume with nothing left to run trains nothing in its process: a finished run keeps
     its summary's wall_s, compile_s and sps (not 0.0 and the new process's compile);

@@ -205,7 +205,8 @@ def _train_and_log(
         compile_s = driver.compile_s
         if compile_s is None:
             compile_s = time.perf_counter() - t_start
-        logger = make_logger(cfg.logger if primary else LoggerConfig(), run_dir, cfg)
+        run_id = ckpt.run_id if ckpt is not None else None  # a resumed run: its W&B run
+        logger = make_logger(cfg.logger if primary else LoggerConfig(), run_dir, cfg, run_id)
     except BaseException:
         if metrics_file:
             metrics_file.close()
