@@ -431,6 +431,37 @@ def test_resume__continues_the_runs_wandb_run(tmp_path):
 
 
 @pytest.mark.timeout(300)
+def test_resume__on_another_device_layout_says_it_is_not_bit_for_bit(tmp_path, capsys):
+    """A checkpoint written with the env batch over 2 devices, resumed over 1 (another
+    machine, or ``mesh=auto`` with another core count): the run goes on, but its reductions
+    run in another order, so it does not end with the uninterrupted run's checksum, which
+    README promises; it said nothing. One stderr line now names both layouts."""
+    from hordax.training.config import MeshConfig
+
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+
+    def train(data, **kw):
+        mesh = MeshConfig(data=data, min_envs_per_device=1)
+        cfg = _tiny(run_dir, 0, checkpoint=ckpt, mesh=mesh, **kw)
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    train(2)
+    capsys.readouterr()
+    shutil.rmtree(run_dir / "checkpoints" / "2")
+    train(2, resume=str(run_dir))
+    assert capsys.readouterr().err == ""
+    shutil.rmtree(run_dir / "checkpoints" / "2")
+    train(1, resume=str(run_dir))
+    assert capsys.readouterr().err.strip() == (
+        "hordax: warning: resume: the checkpoint was written on a mesh of seed x data = 1 x 2"
+        " devices, this run uses 1 x 1: it continues the run within float tolerance, not bit"
+        " for bit (mesh.seed=1 mesh.data=2 restores the layout)"
+    )
+
+
+@pytest.mark.timeout(300)
 def test_resume_after_the_last_chunk__keeps_the_finished_runs_timings(tmp_path):
     """A resume with nothing left to run trains nothing in its process: a finished run keeps
     its summary's wall_s, compile_s and sps (not 0.0 and the new process's compile);
