@@ -620,10 +620,13 @@ def _bench_task(dict_cfg) -> None:
     except (ValueError, TypeError) as e:
         _fail(env_error(e))
     out_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.runtime.output_dir
-    os.makedirs(out_dir, exist_ok=True)
     csv_path = os.path.join(out_dir, cfg.results)
-    append_csv(csv_path, row)
-    plot_csv(csv_path, os.path.splitext(csv_path)[0] + ".png")
+    try:
+        os.makedirs(os.path.dirname(csv_path), exist_ok=True)
+        append_csv(csv_path, row)
+        plot_csv(csv_path, os.path.splitext(csv_path)[0] + ".png")
+    except OSError as e:
+        _fail(os_error(e))
     print(strict_json.dumps(row), flush=True)
 
 
