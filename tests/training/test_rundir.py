@@ -126,6 +126,40 @@ def test_clear__a_kill_midway_leaves_the_run_marked(tmp_path, monkeypatch, stop_
         check_free(str(tmp_path), overwrite=False)
 
 
+@pytest.mark.timeout(60)
+def test_claim__never_removes_what_no_hordax_run_wrote(tmp_path):
+    """``hordax train hydra.run.dir=~/project overwrite=true`` in a folder holding a user's
+    own ``wandb/`` logs, ``checkpoints/`` and ``config.yaml``: refused, naming them, whatever
+    ``overwrite`` says (the refusal without it suggested overwrite=true, which deleted them
+    all). A hordax run's files are known by its own (``overrides.json``, ``metrics.jsonl``,
+    ``checkpoints/meta.json``, ...) or its config; an empty ``checkpoints/`` is no one's."""
+    (tmp_path / "wandb" / "run-1").mkdir(parents=True)
+    (tmp_path / "wandb" / "run-1" / "events").write_text("mine")
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "model.pt").write_text("mine")
+    (tmp_path / "config.yaml").write_text("lr: 0.1\n")
+    files = {"config.yaml": "new: 1\n", "overrides.json": "[]"}
+    for overwrite in (False, True):
+        with pytest.raises(RunDirError) as exc:
+            claim(str(tmp_path), overwrite=overwrite, files=files)
+        assert str(exc.value) == (
+            f"run_dir={tmp_path}: holds checkpoints, config.yaml, wandb that no hordax run wrote"
+            " (no overrides.json, metrics.jsonl, params.msgpack, summary.json or"
+            " checkpoints/meta.json beside them); choose another directory"
+        )
+    assert (tmp_path / "checkpoints" / "model.pt").read_text() == "mine"
+    assert (tmp_path / "config.yaml").read_text() == "lr: 0.1\n"
+    assert (tmp_path / "wandb" / "run-1" / "events").is_file()
+    # what a hordax run leaves when killed early is still its own, and replaced
+    other = tmp_path / "killed"
+    (other / "checkpoints").mkdir(parents=True)  # before meta.json: empty
+    claim(str(other), overwrite=True, files=files)
+    (other / "overrides.json").unlink()  # killed while writing overrides.json
+    (other / "config.yaml").write_text("env: {id: CartPole-v1}\nagent: {}\ntrainer: {}\n")
+    claim(str(other), overwrite=True, files=files)
+    assert sorted(p.name for p in other.iterdir()) == sorted(files)
+
+
 _COUNTER = """
 from hordax.training.host.rundir import fault_point
 for i in range(5):

@@ -90,9 +90,49 @@ def read_overrides(run_dir: str) -> list[str]:
     return stored
 
 
+#: Files only a hordax run writes: one of them beside the :data:`RUN_FILES` makes them a
+#: hordax run's (``config.yaml`` alone does when it is a hordax config: a run killed while
+#: writing ``overrides.json``).
+OWN_FILES = (
+    "overrides.json",
+    "metrics.jsonl",
+    "params.msgpack",
+    "summary.json",
+    "checkpoints/meta.json",
+)
+
+
+def _foreign(run_dir: str, found: list[str]) -> bool:
+    """Whether the run files ``found`` in ``run_dir`` are not a hordax run's (a user's own
+    ``wandb/``, ``checkpoints/`` or ``config.yaml``): overwrite must not remove them."""
+    if any(os.path.lexists(os.path.join(run_dir, n)) for n in OWN_FILES):
+        return False
+    path = os.path.join(run_dir, "config.yaml")
+    if os.path.isfile(path):
+        try:
+            import yaml
+
+            with open(path) as f:
+                cfg = yaml.safe_load(f)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            cfg = None
+        if isinstance(cfg, dict) and {"env", "agent", "trainer"} <= set(cfg):
+            return False
+    paths = [os.path.join(run_dir, n) for n in found]
+    # an empty folder is no one's loss (a run killed before its first checkpoint's meta.json)
+    return any(not (os.path.isdir(p) and not os.listdir(p)) for p in paths)
+
+
 def check_free(run_dir: str, overwrite: bool, key: str = "hydra.run.dir") -> None:
-    """Raise :class:`RunDirError` if ``run_dir`` holds a run and ``overwrite`` is false."""
+    """Raise :class:`RunDirError` if ``run_dir`` holds a run and ``overwrite`` is false, or
+    holds run files that no hordax run wrote (:func:`_foreign`), whatever ``overwrite``."""
     found = run_files(run_dir)
+    if found and _foreign(run_dir, found):
+        raise RunDirError(
+            f"{key}={run_dir}: holds {', '.join(sorted(found))} that no hordax run wrote (no "
+            f"{', '.join(OWN_FILES[:-1])} or {OWN_FILES[-1]} beside them); choose another "
+            "directory"
+        )
     if found and not overwrite:
         raise RunDirError(
             f"{key}={run_dir}: already holds a run ({', '.join(sorted(found))}); pass "
