@@ -229,7 +229,7 @@ def check_run_dir_early(args: list[str]) -> None:
     """A fresh run with an explicit ``hydra.run.dir`` that holds a run stops here, before
     hydra writes its ``.hydra/`` files into that directory (the task checks again, for the
     default timestamped directory)."""
-    from hordax.training.host.rundir import RunDirError, check_free
+    from hordax.training.host.rundir import RunDirError, check_free, locked
 
     if any(a in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for a in args):
         return  # hydra only prints something; no run starts
@@ -237,6 +237,11 @@ def check_run_dir_early(args: list[str]) -> None:
     problem = run_dir and unwritable_dir(run_dir)
     if problem:  # else hydra's traceback from its mkdir
         _fail(f"hydra.run.dir={run_dir}: cannot be made or written ({problem})")
+    try:  # a run training there: refused before hydra rewrites its .hydra/ (the host loop
+        with locked(run_dir, create=False, key="hydra.run.dir"):  # takes the lock itself)
+            pass
+    except RunDirError as e:
+        _fail(str(e))
     if run_dir and not _override(args, "resume"):
         try:
             check_free(run_dir, _is_true(_override(args, "overwrite")))

@@ -199,3 +199,31 @@ def test_cli_early_check__refuses_before_hydra_only_when_a_run_would_start(tmp_p
     for extra in (["overwrite=true"], [f"resume={tmp_path}"], ["--cfg", "job"]):
         check_run_dir_early([f"hydra.run.dir={tmp_path}", *extra])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["overrides.json"]
+
+
+@pytest.mark.timeout(60)
+def test_cli_early_check__a_directory_in_use_is_refused_before_hydra_writes_into_it(
+    tmp_path, capsys
+):
+    """While a run trains in D (its lock), ``hordax train hydra.run.dir=D overwrite=true`` or
+    ``resume=D`` stops before hydra rewrites the running run's ``D/.hydra/`` files (the host
+    loop refused it only after that)."""
+    import fcntl
+
+    from hordax.training.cli import check_run_dir_early
+
+    (tmp_path / "overrides.json").write_text("[]")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for extra in (["overwrite=true"], [f"resume={tmp_path}"]):
+            with pytest.raises(SystemExit) as exc:
+                check_run_dir_early([f"hydra.run.dir={tmp_path}", *extra])
+            assert exc.value.code == 2
+            assert capsys.readouterr().err.startswith(
+                f"hordax: error: hydra.run.dir={tmp_path}: in use by another process"
+            )
+    finally:
+        os.close(fd)
+    check_run_dir_early([f"hydra.run.dir={tmp_path}", "overwrite=true"])  # free again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["overrides.json"]
