@@ -295,6 +295,28 @@ def test_train_time_eval__an_evaluation_that_fails_loses_no_training(tmp_path, c
     assert warning == [f"hordax: warning: eval after chunk 1: {err}"], warning
 
 
+@pytest.mark.timeout(120)
+def test_train_hooks__a_stochastic_eval_of_a_greedy_agent_is_refused_up_front(tmp_path):
+    """``hordax train agent=pqn eval.deterministic=false``: refused before training, one line
+    naming ``eval.deterministic`` (it trained the whole run and then failed at its end)."""
+    [res] = run_main(
+        [
+            [
+                "train",
+                "agent=pqn",
+                "eval.deterministic=false",
+                "progress=false",
+                f"hydra.run.dir={tmp_path / 'run'}",
+            ]
+        ],  # fmt: skip
+        tmp_path,
+    )
+    err = res["stderr"].strip()
+    assert res["code"] == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("hordax: error: eval.deterministic=False: agent.name=pqn has no"), err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.timeout(60)
 def test_run_eval__a_damaged_params_file_is_named(tmp_path):
     """A cut ``params.msgpack``: "hordax: error: Unpack failed: incomplete input" named no

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from hordax.training.evaluation.policy import STOCHASTIC
 from hordax.training.evaluation.run import Evaluator, flat_fields
 
 
@@ -47,7 +48,7 @@ class EvalHook:
         try:
             self.result = self.evaluator(saved)
         except ValueError as e:  # e.g. episodes still running at the step cap
-            how = f"hordax eval {self.run_dir} max_steps=N" if self.run_dir else "hordax eval"
+            how = f"hordax eval {self.run_dir}" if self.run_dir else "hordax eval"
             self.result = {"error": f"{e} (the trained agent is kept: evaluate it with {how})"}
             print(
                 f"hordax: warning: eval after chunk {chunk}: {self.result['error']}",
@@ -69,6 +70,14 @@ def train_hooks(cfg: Any, env: Any, env_params: Any, resolved: Any) -> tuple:
     from hordax.training.host.curriculum import make_curriculum
 
     hooks: list = []
+    ec, ens = cfg.eval, cfg.ensemble
+    algos = list(ens.algorithms) if ens.enabled and ens.algorithms else [cfg.agent.name]
+    greedy = [a for a in algos if a not in STOCHASTIC]
+    if ec.episodes > 0 and not ec.deterministic and greedy:  # else found after training
+        raise ValueError(
+            f"eval.deterministic={ec.deterministic}: agent.name={greedy[0]} has no stochastic"
+            " policy to sample (only PPO's is); use eval.deterministic=true"
+        )
     curriculum = make_curriculum(cfg, env, env_params)
     if curriculum is not None:
         hooks.append(curriculum)
