@@ -95,6 +95,11 @@ def validate_bench(cfg: BenchConfig) -> None:
             f"reset_pool={cfg.reset_pool}: must be -1 (auto), 0 (off: in-step reset of every "
             "env) or an integer >= 1"
         )
+    if not cfg.results.lower().endswith(".csv") or not os.path.basename(cfg.results)[:-4]:
+        raise ValueError(
+            f"results={cfg.results!r}: must be a file name ending in .csv (the plot is"
+            " written beside it as .png)"
+        )
     if cfg.mode == "train" and (cfg.num_envs * cfg.rollout_length) % cfg.num_minibatches:
         raise ValueError(
             f"num_minibatches={cfg.num_minibatches}: must divide num_envs * rollout_length = "

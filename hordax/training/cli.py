@@ -3,7 +3,8 @@
     hordax train env=CartPole-v1 agent=ppo trainer.total_env_steps=500000 seed=3
 
 Bad input gets one line on stderr naming the key, the value and what is allowed, and a
-non-zero exit code (2 for hordax's own checks, 1 for hydra's composition errors). The
+non-zero exit code (2 for hordax's own checks, 1 for hydra's composition errors and for a
+file the run cannot write: a full or read-only disk, saying where the run stands). The
 last line on stdout is one JSON object summarizing the run. A fresh run refuses a run
 directory that already holds a run (exit 2) unless ``overwrite=true``; Ctrl-C stops a run
 cleanly with one line saying how to resume it (exit 130).
@@ -162,11 +163,18 @@ def run_dir_override(args: list[str]) -> list[str]:
 
 def resume_overrides(args: list[str]) -> list[str]:
     """``resume=DIR`` -> the overrides that run was started with, then ``args``, and
-    ``hydra.run.dir=DIR`` (the resumed run continues in its own directory)."""
+    ``hydra.run.dir=DIR`` (the resumed run continues in its own directory; another
+    ``hydra.run.dir`` in ``args`` is refused with one line naming both)."""
     resume = [a.split("=", 1)[1] for a in args if a.startswith("resume=")]
     if not resume or not resume[-1]:
         return args
     run_dir = resume[-1]
+    other = _override(args, "hydra.run.dir")
+    if other and os.path.normpath(other) != os.path.normpath(run_dir):
+        _fail(
+            f"resume={run_dir}: conflicts with hydra.run.dir={other} (a resumed run continues"
+            " in its own directory: give one of them)"
+        )
     from hordax.training.host.rundir import RunDirError, read_overrides
 
     try:
@@ -221,16 +229,43 @@ def check_run_dir_early(args: list[str]) -> None:
     """A fresh run with an explicit ``hydra.run.dir`` that holds a run stops here, before
     hydra writes its ``.hydra/`` files into that directory (the task checks again, for the
     default timestamped directory)."""
-    from hordax.training.host.rundir import RunDirError, check_free
+    from hordax.training.host.rundir import RunDirError, check_free, locked
 
     if any(a in ("--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help") for a in args):
         return  # hydra only prints something; no run starts
     run_dir = _override(args, "hydra.run.dir")
+    problem = run_dir and unwritable_dir(run_dir)
+    if problem:  # else hydra's traceback from its mkdir
+        _fail(f"hydra.run.dir={run_dir}: cannot be made or written ({problem})")
+    try:  # a run training there: refused before hydra rewrites its .hydra/ (the host loop
+        with locked(run_dir, create=False, key="hydra.run.dir"):  # takes the lock itself)
+            pass
+    except RunDirError as e:
+        _fail(str(e))
     if run_dir and not _override(args, "resume"):
         try:
             check_free(run_dir, _is_true(_override(args, "overwrite")))
         except RunDirError as e:
             _fail(str(e))
+
+
+def unwritable_dir(path: str) -> str | None:
+    """Why ``path`` cannot be made (or written, if it exists) as a directory, else None:
+    its nearest existing ancestor (or itself) is not a directory, or not writable."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        return f"{p} is not a directory"
+    if not os.access(p, os.W_OK | os.X_OK):
+        return f"{p} is not writable"
+    return None
+
+
+def os_error(e: OSError) -> str:
+    """An OS error (disk full, read-only, a path in the way) as one line naming the path."""
+    where = f": {e.filename}" if e.filename else ""
+    return f"{e.strerror or e}{where}"
 
 
 def _init_distributed() -> None:
@@ -549,6 +584,9 @@ def _train_task(dict_cfg) -> None:
         _fail(str(e), run_dir=own_dir)
     except KeyboardInterrupt:
         _interrupted(run_dir, overrides)
+    except OSError as e:  # disk full, read-only, a path in the way: not a traceback
+        _fail(f"{os_error(e)} (the run could not write its files); {_stands(run_dir, overrides)}",
+              code=1)  # fmt: skip
     if cfg.ensemble.enabled:  # agent=ensemble: members and ensembles on validation
         from hordax.training.ensemble import add_ensemble_to_summary
 
@@ -558,17 +596,19 @@ def _train_task(dict_cfg) -> None:
 
 def _interrupted(run_dir: str, overrides: list[str]) -> None:
     """Ctrl-C: one line saying where the run stands and how to go on; exit 130."""
+    print(f"hordax: interrupted: {_stands(run_dir, overrides)}", file=sys.stderr, flush=True)
+    raise SystemExit(130)
+
+
+def _stands(run_dir: str, overrides: list[str]) -> str:
+    """Where a stopped run stands and how to go on (its newest checkpoint, or none)."""
     from hordax.training.host.checkpoint import committed_steps
 
     # Not a new Checkpointer: the stopped run's orbax thread may still be committing a step.
     steps = committed_steps(run_dir)
-    last = steps[-1] if steps else None
-    if last is None:
-        how = f"no checkpoint yet; start it again with: {restart_command(overrides, run_dir)}"
-    else:
-        how = f"last checkpoint after chunk {last}; continue with: hordax train resume={run_dir}"
-    print(f"hordax: interrupted: {how}", file=sys.stderr, flush=True)
-    raise SystemExit(130)
+    if not steps:
+        return f"no checkpoint yet; start it again with: {restart_command(overrides, run_dir)}"
+    return f"last checkpoint after chunk {steps[-1]}; continue with: hordax train resume={run_dir}"
 
 
 def _bench_task(dict_cfg) -> None:
@@ -585,10 +625,13 @@ def _bench_task(dict_cfg) -> None:
     except (ValueError, TypeError) as e:
         _fail(env_error(e))
     out_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.runtime.output_dir
-    os.makedirs(out_dir, exist_ok=True)
     csv_path = os.path.join(out_dir, cfg.results)
-    append_csv(csv_path, row)
-    plot_csv(csv_path, os.path.splitext(csv_path)[0] + ".png")
+    try:
+        os.makedirs(os.path.dirname(csv_path), exist_ok=True)
+        append_csv(csv_path, row)
+        plot_csv(csv_path, os.path.splitext(csv_path)[0] + ".png")
+    except OSError as e:
+        _fail(os_error(e))
     print(strict_json.dumps(row), flush=True)
 
 
@@ -603,6 +646,8 @@ def _app_task(command: str, dict_cfg: Any, run: str, *args: Any) -> None:
         row = getattr(importlib.import_module(module), name)(cfg, *args)
     except (ValueError, TypeError) as e:
         _fail(str(e))
+    except OSError as e:  # e.g. out= in a folder that cannot be made
+        _fail(os_error(e))
     print(strict_json.dumps(row), flush=True)
 
 

@@ -95,6 +95,25 @@ def validate_suite(cfg: SuiteConfig) -> None:
         unknown = set(row) - set(ROW_KEYS)
         if unknown:
             raise ValueError(f"rows[{i}]: unknown keys {sorted(unknown)}; allowed {list(ROW_KEYS)}")
+        for key in ("task", "agent", "metric"):
+            if not isinstance(row[key], str) or not row[key]:
+                raise ValueError(f"rows[{i}].{key}={row[key]!r}: must be a non-empty string")
+        overrides = row.get("overrides", [])
+        if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+            raise ValueError(
+                f"rows[{i}].overrides={overrides!r}: must be a list of override strings"
+                " (e.g. [trainer.total_env_steps=100000])"
+            )
+        episodes = row.get("episodes", cfg.episodes)
+        if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+            raise ValueError(f"rows[{i}].episodes={episodes!r}: must be an integer >= 1")
+        same = [j for j, r in enumerate(cfg.rows[:i]) if _label(r) == _label(row)]
+        if same:  # one run directory per task, agent and seed
+            raise ValueError(
+                f"rows[{i}]: task {row['task']!r} with agent {row['agent']!r} is also"
+                f" rows[{same[0]}]; a suite has one row per task and agent (their runs share"
+                " runs/<task>_<agent>/)"
+            )
         extra = row.get("goals", [])
         if not isinstance(extra, list):
             raise ValueError(f"rows[{i}].goals={extra!r}: must be a list of mappings")
@@ -117,6 +136,11 @@ def validate_suite(cfg: SuiteConfig) -> None:
     missing = sorted(set(cfg.only) - set(tasks))
     if missing:
         raise ValueError(f"only={list(cfg.only)}: no rows for {missing}; tasks are {tasks}")
+
+
+def _label(row: Any) -> str:
+    """The folder of a row's runs under ``out_dir/runs``: ``<task>_<agent>``."""
+    return f"{row.get('task')}_{row.get('agent')}" if isinstance(row, dict) else ""
 
 
 def metric_value(res: dict, metric: str) -> float:
@@ -173,7 +197,7 @@ def run_suite(
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     results, curves = [], {}
     for row in cfg.rows:
-        label = f"{row['task']}_{row['agent']}"
+        label = _label(row)
         base = [f"env={row['task']}", f"agent={row['agent']}", *row.get("overrides", [])]
         if cfg.checkpoint_every and not any(o.startswith("checkpoint.every=") for o in base):
             base.append(f"checkpoint.every={cfg.checkpoint_every}")

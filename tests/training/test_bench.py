@@ -78,6 +78,11 @@ def test_bench__train_mode_counts_whole_updates(tmp_path):
         ("num_envs", 0, "num_envs=0: must be an integer >= 1"),
         ("reset_pool", -3, "reset_pool=-3: must be -1 (auto), 0 (off: in-step reset of every"),
         ("num_minibatches", 3, "num_minibatches=3: must divide num_envs * rollout_length"),
+        # checked before measuring: '' named the output folder itself (IsADirectoryError after
+        # the run), and the plot, written beside the CSV as <name>.png, overwrote results.png
+        ("results", "", "results='': must be a file name ending in .csv"),
+        ("results", "sweep.png", "results='sweep.png': must be a file name ending in .csv"),
+        ("results", "out/", "results='out/': must be a file name ending in .csv"),
     ],
 )
 def test_bench__bad_config_names_the_key(field, value, message):

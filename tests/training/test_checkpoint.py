@@ -377,6 +377,91 @@ def test_train_and_log__refuses_a_finished_run_overwrite_replaces_resume_continu
 
 
 @pytest.mark.timeout(300)
+def test_train_and_log__a_run_directory_in_use_by_another_process_is_refused(tmp_path):
+    """While a run trains in a directory (it holds a lock on it), a second run there is
+    refused, nothing touched: ``overwrite=true`` would have removed the running run's files
+    under it and ``resume=`` written a second stream of checkpoints and rows beside its; the
+    lock goes with the run (the next one takes the directory)."""
+    import fcntl
+
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+
+    def train(cfg):
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    train(_tiny(run_dir, 0, checkpoint=ckpt))
+    before = _digest(run_dir)
+    fd = os.open(run_dir, os.O_RDONLY)  # the run of another process, still training
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for kw in ({"overwrite": True}, {"resume": str(run_dir)}):
+            with pytest.raises(RunDirError, match=rf"^run_dir={run_dir}: in use by another"):
+                train(_tiny(run_dir, 1 if kw.get("overwrite") else 0, checkpoint=ckpt, **kw))
+            assert _digest(run_dir) == before, kw
+    finally:
+        os.close(fd)
+    again = train(_tiny(run_dir, 0, checkpoint=ckpt, resume=str(run_dir)))
+    assert again["resumed_from_chunk"] == 2
+
+
+@pytest.mark.timeout(300)
+def test_resume__continues_the_runs_wandb_run(tmp_path):
+    """``logger=wandb``: a resumed run logs to the W&B run of the run it continues (the
+    checkpoints' run id); it started a second W&B run, so one training run showed up as two,
+    the first with the rows past its checkpoint that the resume computed again."""
+    from hordax.training.config import LoggerConfig
+
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+    logger = LoggerConfig(name="wandb", mode="offline")
+
+    def train(**kw):
+        cfg = _tiny(run_dir, 0, checkpoint=ckpt, logger=logger, **kw)
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    train()
+    shutil.rmtree(run_dir / "checkpoints" / "2")  # as if killed after chunk 1's checkpoint
+    train(resume=str(run_dir))
+    runs = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+    run_id = json.loads((run_dir / "checkpoints" / "meta.json").read_text())["run_id"]
+    assert len(runs) == 2 and all(r.split("-")[3] == run_id for r in runs), runs
+
+
+@pytest.mark.timeout(300)
+def test_resume__on_another_device_layout_says_it_is_not_bit_for_bit(tmp_path, capsys):
+    """A checkpoint written with the env batch over 2 devices, resumed over 1 (another
+    machine, or ``mesh=auto`` with another core count): the run goes on, but its reductions
+    run in another order, so it does not end with the uninterrupted run's checksum, which
+    README promises; it said nothing. One stderr line now names both layouts."""
+    from hordax.training.config import MeshConfig
+
+    run_dir = tmp_path / "run"
+    env, params = _tiny_env()
+    ckpt = CheckpointConfig(every=1, keep=2)
+
+    def train(data, **kw):
+        mesh = MeshConfig(data=data, min_envs_per_device=1)
+        cfg = _tiny(run_dir, 0, checkpoint=ckpt, mesh=mesh, **kw)
+        return train_and_log(cfg, env, params, validate(cfg))
+
+    train(2)
+    capsys.readouterr()
+    shutil.rmtree(run_dir / "checkpoints" / "2")
+    train(2, resume=str(run_dir))
+    assert capsys.readouterr().err == ""
+    shutil.rmtree(run_dir / "checkpoints" / "2")
+    train(1, resume=str(run_dir))
+    assert capsys.readouterr().err.strip() == (
+        "hordax: warning: resume: the checkpoint was written on a mesh of seed x data = 1 x 2"
+        " devices, this run uses 1 x 1: it continues the run within float tolerance, not bit"
+        " for bit (mesh.seed=1 mesh.data=2 restores the layout)"
+    )
+
+
+@pytest.mark.timeout(300)
 def test_resume_after_the_last_chunk__keeps_the_finished_runs_timings(tmp_path):
     """A resume with nothing left to run trains nothing in its process: a finished run keeps
     its summary's wall_s, compile_s and sps (not 0.0 and the new process's compile);

@@ -166,6 +166,37 @@ def test_cli__resume_of_a_finished_run_without_checkpoints_says_so(tmp_path):
     assert not (run_dir / "checkpoints").exists()  # the failed resume left no empty folder
 
 
+@pytest.mark.timeout(300)
+def test_cli__a_file_system_error_is_one_line_not_a_traceback(tmp_path):
+    """A run directory that cannot be made, a file the run cannot write (here a folder in the
+    way of ``summary.json``'s temporary file; a full disk or a read-only one alike) and an
+    evaluation ``out=`` that cannot be written: one line naming the path and the reason, and
+    where the run stands; they were hydra's traceback (exit 1) after a whole run."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    run_dir = tmp_path / "run"
+    (run_dir / "summary.json.tmp").mkdir(parents=True)
+    tiny = ["env=Debug-PointMass-v0", "trainer.total_env_steps=1024", "trainer.num_chunks=2",
+            "agent.network.hidden_sizes=[8]", "checkpoint.every=1", "eval.episodes=0",
+            "progress=false"]  # fmt: skip
+    made, failed, ev = run_main(
+        [
+            ["train", *tiny, f"hydra.run.dir={blocker / 'run'}"],
+            ["train", *tiny, f"hydra.run.dir={run_dir}"],
+            ["eval", str(run_dir), "episodes=2", f"out={blocker / 'eval.json'}"],
+        ],
+        tmp_path,
+    )
+    for res, code, path in ((made, 2, blocker / "run"), (failed, 1, run_dir / "summary.json.tmp"),
+                            (ev, 2, blocker / "eval.json")):  # fmt: skip
+        err = res["stderr"].strip()
+        assert res["code"] == code and len(err.splitlines()) == 1, err
+        assert err.startswith("hordax: error: ") and str(path) in err, err
+    assert "Is a directory" in failed["stderr"], failed["stderr"]
+    assert f"continue with: hordax train resume={run_dir}" in failed["stderr"]
+    assert (run_dir / "params.msgpack").is_file() and (run_dir / "checkpoints" / "2").is_dir()
+
+
 def test_cli__process_exit_code_and_help():
     """As a process: a bad value exits 2 with one stderr line; --help exits 0."""
     bad = subprocess.run(

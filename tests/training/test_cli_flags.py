@@ -113,3 +113,22 @@ def test_precheck__a_bad_override_under_multirun_is_one_line(capsys):
         for variant in cli.sweep_variants(["-m", "agent=ppo,nope"]):
             cli.precheck_overrides(variant, cfg_dir)
     assert "agent=nope: allowed values are" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)
+def test_resume_overrides__another_run_directory_is_refused_not_ignored(tmp_path, capsys):
+    """``hordax train resume=D hydra.run.dir=E``: the resumed run continues in D, so E was
+    silently dropped (a user expecting the continued run in E found nothing there); refused
+    naming both, as ``run_dir=E`` already is. The same directory spelled otherwise is fine."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "overrides.json").write_text('["seed=3"]')
+    with pytest.raises(SystemExit) as exc:
+        cli.resume_overrides([f"resume={run}", f"hydra.run.dir={tmp_path / 'other'}"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"hordax: error: resume={run}: conflicts with hydra.run.dir={tmp_path / 'other'} (a"
+        " resumed run continues in its own directory: give one of them)"
+    )
+    same = cli.resume_overrides([f"resume={run}", f"hydra.run.dir={run}/"])
+    assert same == ["seed=3", f"resume={run}", f"hydra.run.dir={run}/", f"hydra.run.dir={run}"]

@@ -258,6 +258,65 @@ def test_run_eval__a_bad_env_params_field_is_named_as_given(tmp_path):
         run_eval(EvalConfig(run_dir=str(tmp_path), env_params={"max_steps_in_episode": 0}))
 
 
+@pytest.mark.timeout(300)
+def test_train_time_eval__an_evaluation_that_fails_loses_no_training(tmp_path, capsys):
+    """An env without a time limit whose greedy policy never ends an episode: the evaluation
+    after the last chunk stops at its step cap. It raised through the host loop before the
+    last chunk's checkpoint, ``params.msgpack`` and ``summary.json`` were written (the
+    trained run was lost to its evaluation); now the run ends whole, the summary's ``eval``
+    block and one stderr line say why there is no evaluation."""
+    from hordax.agents.ppo import PPOConfig
+    from hordax.envs.debug.point_mass import PointMass
+    from hordax.training.config import CheckpointConfig, TrainConfig, TrainerConfig
+    from hordax.training.evaluation import train_hooks
+    from hordax.training.host.loop import train_and_log
+    from hordax.training.trainers import validate
+
+    env = PointMass()
+    params = env.default_params.replace(max_steps_in_episode=10**7)  # no time limit
+    cfg = TrainConfig(
+        trainer=TrainerConfig(num_envs=4, rollout_length=8, total_env_steps=64, num_chunks=2),
+        agent=PPOConfig(num_minibatches=1, num_epochs=1),
+        checkpoint=CheckpointConfig(every=1),
+        run_dir=str(tmp_path / "run"),
+        progress=False,
+    )
+    cfg.env.id = "Debug-PointMass-v0"
+    cfg.env.params = {"max_steps_in_episode": 10**7}
+    cfg.eval.episodes = 2
+    resolved = validate(cfg)
+    summary = train_and_log(cfg, env, params, resolved, train_hooks(cfg, env, params, resolved))
+    run = tmp_path / "run"
+    assert (run / "params.msgpack").is_file() and (run / "checkpoints" / "2").is_dir()
+    assert json.loads((run / "summary.json").read_text())["eval"] == summary["eval"]
+    err = summary["eval"]["error"]
+    assert "episodes still running" in err and "hordax eval" in err, err
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert warning == [f"hordax: warning: eval after chunk 1: {err}"], warning
+
+
+@pytest.mark.timeout(120)
+def test_train_hooks__a_stochastic_eval_of_a_greedy_agent_is_refused_up_front(tmp_path):
+    """``hordax train agent=pqn eval.deterministic=false``: refused before training, one line
+    naming ``eval.deterministic`` (it trained the whole run and then failed at its end)."""
+    [res] = run_main(
+        [
+            [
+                "train",
+                "agent=pqn",
+                "eval.deterministic=false",
+                "progress=false",
+                f"hydra.run.dir={tmp_path / 'run'}",
+            ]
+        ],  # fmt: skip
+        tmp_path,
+    )
+    err = res["stderr"].strip()
+    assert res["code"] == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("hordax: error: eval.deterministic=False: agent.name=pqn has no"), err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.timeout(60)
 def test_run_eval__a_damaged_params_file_is_named(tmp_path):
     """A cut ``params.msgpack``: "hordax: error: Unpack failed: incomplete input" named no

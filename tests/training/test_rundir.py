@@ -2,6 +2,7 @@
 writes under SIGKILL, and the fault hook's counting (no JAX here: fast)."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,6 +99,67 @@ def test_claim__refuses_a_run_or_replaces_it_with_overwrite_then_writes_the_file
     assert (tmp_path / "config.yaml").read_text() == "new: 1\n"
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("stop_at", ["eval.json", "backtest_test", "summary.json.tmp"])
+def test_clear__a_kill_midway_leaves_the_run_marked(tmp_path, monkeypatch, stop_at):
+    """The run's identity (``overrides.json``, ``config.yaml``) goes last: a kill while the
+    replaced run's evaluations, backtests or leftovers are removed leaves a directory that
+    still holds a run (a fresh run without overwrite=true is refused there), never one that
+    looks free beside the old agent's ``eval.json``, which ``hordax suite`` would reuse."""
+    for name in ("config.yaml", "overrides.json", "summary.json", "eval.json",
+                 "summary.json.tmp"):  # fmt: skip
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "backtest_test").mkdir()
+
+    def killed_at(path, *args, **kwargs):
+        if os.path.basename(path) == stop_at:
+            raise KeyboardInterrupt
+        return real[os.path.isdir(path)](path, *args, **kwargs)
+
+    real = {False: os.remove, True: shutil.rmtree}
+    monkeypatch.setattr(os, "remove", killed_at)
+    monkeypatch.setattr(shutil, "rmtree", killed_at)
+    with pytest.raises(KeyboardInterrupt):
+        clear(str(tmp_path))
+    assert {"config.yaml", "overrides.json"} <= set(run_files(str(tmp_path)))
+    with pytest.raises(RunDirError):
+        check_free(str(tmp_path), overwrite=False)
+
+
+@pytest.mark.timeout(60)
+def test_claim__never_removes_what_no_hordax_run_wrote(tmp_path):
+    """``hordax train hydra.run.dir=~/project overwrite=true`` in a folder holding a user's
+    own ``wandb/`` logs, ``checkpoints/`` and ``config.yaml``: refused, naming them, whatever
+    ``overwrite`` says (the refusal without it suggested overwrite=true, which deleted them
+    all). A hordax run's files are known by its own (``overrides.json``, ``metrics.jsonl``,
+    ``checkpoints/meta.json``, ...) or its config; an empty ``checkpoints/`` is no one's."""
+    (tmp_path / "wandb" / "run-1").mkdir(parents=True)
+    (tmp_path / "wandb" / "run-1" / "events").write_text("mine")
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "model.pt").write_text("mine")
+    (tmp_path / "config.yaml").write_text("lr: 0.1\n")
+    files = {"config.yaml": "new: 1\n", "overrides.json": "[]"}
+    for overwrite in (False, True):
+        with pytest.raises(RunDirError) as exc:
+            claim(str(tmp_path), overwrite=overwrite, files=files)
+        assert str(exc.value) == (
+            f"run_dir={tmp_path}: holds checkpoints, config.yaml, wandb that no hordax run wrote"
+            " (no overrides.json, metrics.jsonl, params.msgpack, summary.json or"
+            " checkpoints/meta.json beside them); choose another directory"
+        )
+    assert (tmp_path / "checkpoints" / "model.pt").read_text() == "mine"
+    assert (tmp_path / "config.yaml").read_text() == "lr: 0.1\n"
+    assert (tmp_path / "wandb" / "run-1" / "events").is_file()
+    # what a hordax run leaves when killed early is still its own, and replaced
+    other = tmp_path / "killed"
+    (other / "checkpoints").mkdir(parents=True)  # before meta.json: empty
+    claim(str(other), overwrite=True, files=files)
+    (other / "overrides.json").unlink()  # killed while writing overrides.json
+    (other / "config.yaml").write_text("env: {id: CartPole-v1}\nagent: {}\ntrainer: {}\n")
+    claim(str(other), overwrite=True, files=files)
+    assert sorted(p.name for p in other.iterdir()) == sorted(files)
+
+
 _COUNTER = """
 from hordax.training.host.rundir import fault_point
 for i in range(5):
@@ -136,4 +198,32 @@ def test_cli_early_check__refuses_before_hydra_only_when_a_run_would_start(tmp_p
     )
     for extra in (["overwrite=true"], [f"resume={tmp_path}"], ["--cfg", "job"]):
         check_run_dir_early([f"hydra.run.dir={tmp_path}", *extra])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["overrides.json"]
+
+
+@pytest.mark.timeout(60)
+def test_cli_early_check__a_directory_in_use_is_refused_before_hydra_writes_into_it(
+    tmp_path, capsys
+):
+    """While a run trains in D (its lock), ``hordax train hydra.run.dir=D overwrite=true`` or
+    ``resume=D`` stops before hydra rewrites the running run's ``D/.hydra/`` files (the host
+    loop refused it only after that)."""
+    import fcntl
+
+    from hordax.training.cli import check_run_dir_early
+
+    (tmp_path / "overrides.json").write_text("[]")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for extra in (["overwrite=true"], [f"resume={tmp_path}"]):
+            with pytest.raises(SystemExit) as exc:
+                check_run_dir_early([f"hydra.run.dir={tmp_path}", *extra])
+            assert exc.value.code == 2
+            assert capsys.readouterr().err.startswith(
+                f"hordax: error: hydra.run.dir={tmp_path}: in use by another process"
+            )
+    finally:
+        os.close(fd)
+    check_run_dir_early([f"hydra.run.dir={tmp_path}", "overwrite=true"])  # free again
     assert sorted(p.name for p in tmp_path.iterdir()) == ["overrides.json"]

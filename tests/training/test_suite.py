@@ -131,6 +131,9 @@ def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_othe
     assert "trainer.num_envs=16" in saved.read_text()
 
 
+_ROW = {"task": "CartPole-v1", "agent": "ppo", "metric": "return", "threshold": 400}
+
+
 @pytest.mark.parametrize(
     ("cfg", "names"),
     [
@@ -167,6 +170,18 @@ def test_suite_again__reuses_finished_runs_continues_unfinished_and_refuses_othe
                 ]
             ),
             "rows[0].goals[0]: unknown keys ['below']",
+        ),
+        # checked up front, not when the row's runs are evaluated (after training them), and
+        # two rows of one task and agent would share (and refuse) each other's run directories
+        (SuiteConfig(rows=[{**_ROW, "episodes": 0}]), "rows[0].episodes=0"),
+        (SuiteConfig(rows=[{**_ROW, "episodes": "many"}]), "rows[0].episodes='many'"),
+        (SuiteConfig(rows=[{**_ROW, "overrides": "seed=1"}]), "rows[0].overrides='seed=1'"),
+        (SuiteConfig(rows=[{**_ROW, "overrides": [3]}]), "rows[0].overrides=[3]"),
+        (SuiteConfig(rows=[{**_ROW, "task": 3}]), "rows[0].task=3"),
+        (SuiteConfig(rows=[{**_ROW, "metric": None}]), "rows[0].metric=None"),
+        (
+            SuiteConfig(rows=[_ROW, {**_ROW, "overrides": ["agent.ent_coef=0.1"]}]),
+            "rows[1]: task 'CartPole-v1' with agent 'ppo' is also rows[0]",
         ),
     ],
 )

@@ -12,7 +12,9 @@ Layout in the run directory::
                                     write leaves the previous checkpoint loadable)
     checkpoints/meta.json           what the checkpoints are compatible with (config and
                                     the state's leaf shapes), checked before restoring,
-                                    and the run id of the run that wrote them
+                                    the run id of the run that wrote them and its device
+                                    mesh (another one resumes with a warning: the run goes
+                                    on within float tolerance, not bit for bit)
 
 Checkpoints are bound to their run: a fresh run draws a run id, writes it into
 ``meta.json`` and into every checkpoint (orbax's ``custom_metadata``), and refuses a
@@ -249,9 +251,11 @@ class Checkpointer:
         )
 
     # --- writing ------------------------------------------------------------------------
-    def start(self, cfg: Any, abstract_state: Any, run_id: str) -> None:
-        """Bind this folder to a fresh run (``cfg``: its typed config): refuse old
-        checkpoints, write ``meta.json``."""
+    def start(
+        self, cfg: Any, abstract_state: Any, run_id: str, mesh: list[int] | None = None
+    ) -> None:
+        """Bind this folder to a fresh run (``cfg``: its typed config; ``mesh``: its
+        ``[seed, data]`` device counts): refuse old checkpoints, write ``meta.json``."""
         old = self.all_steps()
         if old:
             raise CheckpointError(
@@ -259,13 +263,14 @@ class Checkpointer:
                 "run in a new run directory (or remove that run first: overwrite=true)"
             )
         self.run_id = run_id
-        self.write_meta(cfg, abstract_state)
+        self.write_meta(cfg, abstract_state, mesh)
 
-    def write_meta(self, cfg: Any, abstract_state: Any) -> None:
+    def write_meta(self, cfg: Any, abstract_state: Any, mesh: list[int] | None = None) -> None:
         meta = {
             "run_id": self.run_id,
             "config": compat_config(plain_config(cfg)),
             "leaves": leaf_signature(abstract_state),
+            **({"mesh": list(mesh)} if mesh is not None else {}),
         }
         tmp = self.meta_path + ".tmp"
         with open(tmp, "w") as f:
@@ -295,10 +300,19 @@ class Checkpointer:
         self.manager.close()
 
     # --- reading ------------------------------------------------------------------------
-    def check_compatible(self, cfg: Any, abstract_state: Any) -> None:
+    def check_compatible(
+        self,
+        cfg: Any,
+        abstract_state: Any,
+        mesh: list[int] | None = None,
+        warn: Callable[[str], None] | None = _warn,
+    ) -> None:
         """Raise :class:`CheckpointError` naming the first config keys (of the typed config
         ``cfg``; see :func:`config_changes`) or leaves that differ (:class:`NoCheckpointError`
-        if the run has no checkpoint); take the run id."""
+        if the run has no checkpoint); take the run id. A ``mesh`` (``[seed, data]``) other
+        than the recorded one is no error (a run may move to another machine) but is
+        reported through ``warn``: the resumed run is not bit for bit the uninterrupted
+        one."""
         if not os.path.isfile(self.meta_path):
             if not self.all_steps():
                 raise NoCheckpointError(f"resume: {self.run_dir} has no checkpoint yet")
@@ -328,6 +342,15 @@ class Checkpointer:
             raise CheckpointError(
                 f"resume: checkpoint in {self.dir} holds a state of another shape: "
                 + "; ".join(diffs[:5])
+            )
+        saved = meta.get("mesh")
+        if warn and mesh is not None and isinstance(saved, list) and saved != list(mesh):
+            before, now = " x ".join(map(str, saved)), " x ".join(map(str, mesh))
+            restore = f"mesh.seed={saved[0]} mesh.data={saved[-1]}"
+            warn(
+                f"resume: the checkpoint was written on a mesh of seed x data = {before} "
+                f"devices, this run uses {now}: it continues the run within float tolerance, "
+                f"not bit for bit ({restore} restores the layout)"
             )
 
     def _read_meta(self) -> dict:

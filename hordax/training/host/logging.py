@@ -18,9 +18,13 @@ class FileLogger:
 
 
 class WandbLogger:
-    """Weights & Biases logger; ``mode='offline'`` writes under ``run_dir/wandb``."""
+    """Weights & Biases logger; ``mode='offline'`` writes under ``run_dir/wandb``. With
+    ``run_id`` (the checkpoints' run id) the W&B run has that id, so a resumed run goes on
+    logging to the run it continues (``resume="allow"``)."""
 
-    def __init__(self, project: str, mode: str, run_dir: str | None, config: Any):
+    def __init__(
+        self, project: str, mode: str, run_dir: str | None, config: Any, run_id: str | None = None
+    ):
         import wandb
 
         self._wandb = wandb
@@ -30,6 +34,7 @@ class WandbLogger:
             mode=mode,
             dir=run_dir,
             config=cfg,
+            **({"id": run_id, "resume": "allow"} if run_id else {}),
             settings=wandb.Settings(silent=True),
         )
 
@@ -43,7 +48,9 @@ class WandbLogger:
         self._run.finish()
 
 
-def make_logger(cfg: Any, run_dir: str | None, config: Any) -> FileLogger | WandbLogger:
+def make_logger(
+    cfg: Any, run_dir: str | None, config: Any, run_id: str | None = None
+) -> FileLogger | WandbLogger:
     if cfg.name == "wandb":
-        return WandbLogger(cfg.project, cfg.mode, run_dir, config)
+        return WandbLogger(cfg.project, cfg.mode, run_dir, config, run_id)
     return FileLogger()

@@ -26,6 +26,7 @@ goes into the checkpoint with the train state; see ``docs/training.md``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -48,6 +49,7 @@ from hordax.training.host.rundir import (
     RunDirError,
     claim,
     fault_point,
+    locked,
     open_metrics,
     write_atomic,
 )
@@ -137,14 +139,39 @@ def train_and_log(
     ``files`` (name -> text: the CLI's ``config.yaml`` and ``overrides.json``) are written
     into it. A resumed run keeps its directory's files.
 
+    The run holds a lock on ``run_dir`` from start to end
+    (:func:`~hordax.training.host.rundir.locked`, process 0 of a multi-process run).
+
     Raises:
         RunDirError: a fresh run's ``run_dir`` holds a run and ``cfg.overwrite`` is false
-            (the message names the directory and ``overwrite=true``; nothing is touched).
+            (the message names the directory and ``overwrite=true``; nothing is touched),
+            or another process is running in ``run_dir``.
         NonFiniteError: the NaN guard stopped the run (the last good checkpoint is kept).
         CheckpointError: ``cfg.resume`` names a missing, corrupt or incompatible checkpoint,
             or a fresh run finds another run's checkpoints in ``run_dir``.
         KeyboardInterrupt: passed on after the files are closed (the last checkpoint stays).
     """
+    with contextlib.ExitStack() as stack:
+        error = ""  # process 0 locks; every process raises its refusal (a collective)
+        if sharding.is_primary():
+            try:
+                stack.enter_context(locked(cfg.run_dir, create=not cfg.resume))
+            except RunDirError as e:
+                error = str(e)
+        error = sharding.primary_str(error)
+        if error:
+            raise RunDirError(error)
+        return _train_and_log(cfg, env, env_params, resolved, hooks, files)
+
+
+def _train_and_log(
+    cfg: TrainConfig,
+    env: Any,
+    env_params: Any,
+    resolved: Resolved,
+    hooks: tuple[ChunkHook, ...],
+    files: dict[str, str] | None,
+) -> dict:
     if jax.process_count() > 1 and cfg.ensemble.enabled:
         raise ValueError(
             f"distributed=true over {jax.process_count()} processes: agent=ensemble is not "
@@ -178,7 +205,8 @@ def train_and_log(
         compile_s = driver.compile_s
         if compile_s is None:
             compile_s = time.perf_counter() - t_start
-        logger = make_logger(cfg.logger if primary else LoggerConfig(), run_dir, cfg)
+        run_id = ckpt.run_id if ckpt is not None else None  # a resumed run: its W&B run
+        logger = make_logger(cfg.logger if primary else LoggerConfig(), run_dir, cfg, run_id)
     except BaseException:
         if metrics_file:
             metrics_file.close()

@@ -93,16 +93,18 @@ class JitDriver:
         """The first chunk to run: 0 for a fresh start (the state initialized, a fresh run
         bound to the checkpoint folder), or the restored checkpoint's chunk count."""
         progs = self.progs
+        mesh = [int(n) for n in progs.mesh.devices.shape]  # [seed, data]
         if self.cfg.resume:
             assert ckpt is not None
-            ckpt.check_compatible(cfg, progs.abstract)
+            quiet = {} if sharding.is_primary() else {"warn": None}  # one line, process 0's
+            ckpt.check_compatible(cfg, progs.abstract, mesh, **quiet)
             start_chunk, self.state = ckpt.restore(progs.abstract, progs.shardings)
             return start_chunk
         if ckpt is not None:
             # One run id for every process (process 0's); process 0 writes meta.json.
             run_id = sharding.primary_str(new_run_id())
             if sharding.is_primary():
-                ckpt.start(cfg, progs.abstract, run_id)
+                ckpt.start(cfg, progs.abstract, run_id, mesh)
             else:
                 ckpt.run_id = run_id
         self.state = progs.init(*progs.init_args)

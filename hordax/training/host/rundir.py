@@ -5,6 +5,10 @@ fault-injection hook of the kill tests.
   with ``overwrite=true`` that run's files are removed first (:func:`clear`), so two runs
   are never mixed in one directory. Files that are not a run's (a user's notes) are left.
   :func:`claim` does both for every entry point (the host loop calls it for a fresh run).
+- :func:`locked` holds an exclusive lock on the directory while a run uses it: a second run
+  there (a fresh one with ``overwrite=true``, a ``resume=``) is refused while the first
+  trains, instead of removing its files or writing a second stream of checkpoints beside
+  its. The kernel drops the lock when the process ends, however it ends.
 - :func:`write_atomic` writes a file whole or not at all (temporary file + ``os.replace``):
   a run killed at any moment leaves the old file or the new one, never half of one.
 - :func:`open_metrics` opens ``metrics.jsonl`` for a fresh or resumed run (rows a killed run
@@ -18,12 +22,14 @@ fault-injection hook of the kill tests.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import shutil
 import signal
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 #: What a run writes into its directory, in the order :func:`clear` removes it: outputs
@@ -84,9 +90,49 @@ def read_overrides(run_dir: str) -> list[str]:
     return stored
 
 
+#: Files only a hordax run writes: one of them beside the :data:`RUN_FILES` makes them a
+#: hordax run's (``config.yaml`` alone does when it is a hordax config: a run killed while
+#: writing ``overrides.json``).
+OWN_FILES = (
+    "overrides.json",
+    "metrics.jsonl",
+    "params.msgpack",
+    "summary.json",
+    "checkpoints/meta.json",
+)
+
+
+def _foreign(run_dir: str, found: list[str]) -> bool:
+    """Whether the run files ``found`` in ``run_dir`` are not a hordax run's (a user's own
+    ``wandb/``, ``checkpoints/`` or ``config.yaml``): overwrite must not remove them."""
+    if any(os.path.lexists(os.path.join(run_dir, n)) for n in OWN_FILES):
+        return False
+    path = os.path.join(run_dir, "config.yaml")
+    if os.path.isfile(path):
+        try:
+            import yaml
+
+            with open(path) as f:
+                cfg = yaml.safe_load(f)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            cfg = None
+        if isinstance(cfg, dict) and {"env", "agent", "trainer"} <= set(cfg):
+            return False
+    paths = [os.path.join(run_dir, n) for n in found]
+    # an empty folder is no one's loss (a run killed before its first checkpoint's meta.json)
+    return any(not (os.path.isdir(p) and not os.listdir(p)) for p in paths)
+
+
 def check_free(run_dir: str, overwrite: bool, key: str = "hydra.run.dir") -> None:
-    """Raise :class:`RunDirError` if ``run_dir`` holds a run and ``overwrite`` is false."""
+    """Raise :class:`RunDirError` if ``run_dir`` holds a run and ``overwrite`` is false, or
+    holds run files that no hordax run wrote (:func:`_foreign`), whatever ``overwrite``."""
     found = run_files(run_dir)
+    if found and _foreign(run_dir, found):
+        raise RunDirError(
+            f"{key}={run_dir}: holds {', '.join(sorted(found))} that no hordax run wrote (no "
+            f"{', '.join(OWN_FILES[:-1])} or {OWN_FILES[-1]} beside them); choose another "
+            "directory"
+        )
     if found and not overwrite:
         raise RunDirError(
             f"{key}={run_dir}: already holds a run ({', '.join(sorted(found))}); pass "
@@ -110,16 +156,55 @@ def claim(
         write_atomic(os.path.join(run_dir, name), text)
 
 
+#: The run's identity among :data:`RUN_FILES`: removed last by :func:`clear`.
+_IDENTITY = ("config.yaml", "overrides.json")
+
+
 def clear(run_dir: str) -> None:
-    """Remove the run files of ``run_dir`` (and their leftover temporary files)."""
-    paths = [os.path.join(run_dir, n) for n in RUN_FILES]
+    """Remove the run files of ``run_dir`` (and their leftover temporary files, its
+    evaluations and backtests); the run's identity goes last, so a kill at any point leaves
+    a directory that still holds a run, never one that looks free beside the old agent's
+    ``eval.json``."""
+    outputs = [n for n in RUN_FILES if n not in _IDENTITY]
+    paths = [os.path.join(run_dir, n) for n in outputs]
     for pattern in (*_RUN_GLOBS, *(n + _TMP for n in RUN_FILES)):
         paths += sorted(glob.glob(os.path.join(glob.escape(run_dir), pattern)))
+    paths += [os.path.join(run_dir, n) for n in _IDENTITY]
     for path in paths:
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         elif os.path.lexists(path):
             os.remove(path)
+
+
+@contextlib.contextmanager
+def locked(run_dir: str | None, create: bool = True, key: str = "run_dir") -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``run_dir`` (made first if ``create``; an absent one is
+    not locked otherwise) for the ``with`` block; :class:`RunDirError` naming ``key`` if
+    another process holds it. Where the file system offers no ``flock`` (some network file
+    systems) or the platform has none, nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        fcntl = None  # type: ignore[assignment]
+    if not run_dir or fcntl is None or not (create or os.path.isdir(run_dir)):
+        yield
+        return
+    os.makedirs(run_dir, exist_ok=True)
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(
+                f"{key}={run_dir}: in use by another process (a run there is still training); "
+                "wait for it to end, or choose a new directory"
+            ) from None
+        except OSError:  # no flock on this file system: go on unlocked
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: str, data: str | bytes) -> None:
