@@ -218,6 +218,12 @@ def test_bounds_loss__penalizes_means_past_the_box_and_pulls_them_back():
         (dict(num_minibatches=3), r"agent.num_minibatches=3: must divide the batch .* = 512"),
         (dict(num_epochs=0), r"agent.num_epochs=0"),
         (dict(network=NetworkConfig(activation="sigmoid")), r"agent.network.activation='sigmoid'"),
+        # the grid torso embeds integer codes: z-scored codes truncate to a few (DoorKey's 0..13
+        # would embed as 0, 1 or 2), so normalizing them is refused rather than trained on
+        (
+            dict(normalize_obs=True, network=NetworkConfig(torso="grid")),
+            r"agent.normalize_obs=True: .*torso='grid'",
+        ),
     ],
 )
 def test_validate_ppo__names_key_value_and_rule(change, match):

@@ -48,7 +48,8 @@ class PPOConfig:
     normalize_advantages: bool = True
     """Standardize advantages within each minibatch."""
     normalize_obs: bool = False
-    """Running observation normalization (statistics saved with the agent)."""
+    """Running observation normalization (statistics saved with the agent); not with
+    network.torso='grid', whose integer codes it would scramble."""
     normalize_reward: bool = False
     """Scale rewards by the running std of the discounted return."""
     bootstrap_truncation: bool = True
@@ -113,6 +114,13 @@ def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
     )
     need(finite(cfg.vf_coef) and cfg.vf_coef >= 0, "vf_coef", cfg.vf_coef, "must be >= 0")
     validate_network(cfg.network)
+    need(
+        not (cfg.normalize_obs and cfg.network.torso == "grid"),
+        "normalize_obs",
+        cfg.normalize_obs,
+        "the network.torso='grid' embeds integer codes, which normalized observations "
+        "are not (a tile's code would embed by its cell's running statistics); allowed: false",
+    )
     rnn_size = int(cfg.network.rnn_size)
     need(
         not (rnn_size and cfg.critic_obs),
