@@ -104,6 +104,16 @@ def check_action(action: Any, space: gymnasium.spaces.Space, batch: int | None =
     return arr.astype(space.dtype)
 
 
+def as_space_dtype(obs: Any, space: gymnasium.spaces.Space) -> Any:
+    """``obs`` as a numpy array of ``space``'s dtype (a ``Discrete`` space's: an ``np.int64``
+    scalar, as gymnasium's checker wants): some gymnax envs return another dtype than their
+    space declares (Catch-bsuite float32 boards in an int32 Box, FourRooms-misc int32
+    positions in a float32 Box, FrozenLake-misc 0-d int32 arrays), which gymnasium's
+    ``check_env`` and ``space.contains`` reject or warn about."""
+    obs = np.asarray(obs).astype(space.dtype, copy=False)
+    return obs[()] if isinstance(space, gymnasium.spaces.Discrete) else obs
+
+
 def _batched_info(info: dict, mask: np.ndarray) -> dict:
     """gymnasium's vector-info layout of the envs in ``mask``: every key ``k`` beside a bool
     mask ``_k``, nested dicts alike, zeros where masked out (as ``VectorEnv._add_info``
@@ -164,11 +174,14 @@ class GymnasiumEnv(gymnasium.Env):
         self._key, key = jax.random.split(self._key)
         return key
 
+    def _obs_out(self, obs: Any) -> np.ndarray:
+        return as_space_dtype(obs, self.observation_space)
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._key = jax.random.key(int(self.np_random.integers(0, 2**31 - 1)))
         obs, self._state = self._reset(self._next_key(), self.params)
-        return np.asarray(obs), {}
+        return self._obs_out(obs), {}
 
     def step(self, action: Any):
         if self._state is None:
@@ -178,7 +191,7 @@ class GymnasiumEnv(gymnasium.Env):
             self._next_key(), self._state, jnp.asarray(action), self.params
         )
         return (
-            np.asarray(obs),
+            self._obs_out(obs),
             float(reward),
             bool(terminated),
             bool(truncated),
@@ -306,7 +319,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             self._obs, self._state = self._reset_some(
                 keys, jnp.asarray(mask), self._obs, self._state, self.params
             )
-        return np.asarray(self._obs), {}
+        return as_space_dtype(self._obs, self.observation_space), {}
 
     def step(self, actions: Any):
         self._check_open()
@@ -325,7 +338,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         # final_info; at the top level it has its reset's info (empty, so masked out).
         info_out = _batched_info(info_np, ~ended)
         if ended.any():
-            final = np.asarray(info["final_observation"])
+            final = as_space_dtype(info["final_observation"], self.observation_space)
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.nonzero(ended)[0]:
                 final_obs[i] = final[i]
@@ -335,7 +348,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
                 final_info=_batched_info(info_np, ended),
                 _final_info=ended.copy(),
             )
-        return np.asarray(obs), np.asarray(reward, np.float64), terminated, truncated, info_out
+        obs = as_space_dtype(obs, self.observation_space)
+        return obs, np.asarray(reward, np.float64), terminated, truncated, info_out
 
 
 def to_gymnasium(

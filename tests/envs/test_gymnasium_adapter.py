@@ -3,6 +3,8 @@ auto-reset with the true final observation, and clear errors for bad actions."""
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium
 import numpy as np
 import pytest
@@ -24,6 +26,32 @@ def test_gymnasium_env__passes_gymnasiums_check_env(env_id):
     obs2, reward, terminated, truncated, info = env.step(env.action_space.sample())
     assert isinstance(reward, float) and isinstance(terminated, bool)
     assert isinstance(obs2, np.ndarray) and env.observation_space.contains(obs2)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("env_id", ["Catch-bsuite", "FourRooms-misc", "FrozenLake-misc"])
+def test_adapters__observations_have_the_spaces_dtype(env_id):
+    """gymnax's Catch returns float32 boards for its int32 Box, FourRooms int32 positions for
+    its float32 Box, FrozenLake a 0-d int32 array for its Discrete space: the adapters hand
+    out the declared type, so the observations lie in their spaces (check_env without its
+    observation-type warnings, and the vector env's batches and final observations)."""
+    env = GymnasiumEnv(env_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, skip_render_check=True)
+    assert not [w for w in caught if "obs returned" in str(w.message)], caught
+    venv = to_gymnasium(env_id, num_envs=3, seed=0, max_steps_in_episode=10)
+    obs, _ = venv.reset(seed=1)
+    assert obs.dtype == venv.observation_space.dtype and venv.observation_space.contains(obs)
+    ended = False
+    for _ in range(10):
+        obs, _, _, _, info = venv.step(venv.action_space.sample())
+        assert obs.dtype == venv.observation_space.dtype
+        if "final_obs" in info:
+            final = info["final_obs"][np.nonzero(info["_final_obs"])[0][0]]
+            assert venv.single_observation_space.contains(final)
+            ended = True
+    assert ended
 
 
 def test_gymnasium_env__truncates_at_the_time_limit_without_auto_reset():
