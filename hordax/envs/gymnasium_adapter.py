@@ -70,7 +70,9 @@ def _resolve(
 
 
 def _to_numpy(tree: Any) -> Any:
-    return jax.tree.map(np.asarray, jax.device_get(tree))
+    """Writable numpy copies of ``tree``'s arrays (``np.asarray`` of a jax array is a
+    read-only view; gymnasium's envs hand out arrays the caller owns)."""
+    return jax.tree.map(np.array, jax.device_get(tree))
 
 
 def check_action(action: Any, space: gymnasium.spaces.Space, batch: int | None = None) -> Any:
@@ -110,7 +112,7 @@ def as_space_dtype(obs: Any, space: gymnasium.spaces.Space) -> Any:
     space declares (Catch-bsuite float32 boards in an int32 Box, FourRooms-misc int32
     positions in a float32 Box, FrozenLake-misc 0-d int32 arrays), which gymnasium's
     ``check_env`` and ``space.contains`` reject or warn about."""
-    obs = np.asarray(obs).astype(space.dtype, copy=False)
+    obs = np.array(obs, dtype=space.dtype)  # a writable copy, not a view of a jax buffer
     return obs[()] if isinstance(space, gymnasium.spaces.Discrete) else obs
 
 
@@ -201,7 +203,7 @@ class GymnasiumEnv(gymnasium.Env):
     def render(self):
         if self.render_mode != "rgb_array" or self._state is None:
             return None
-        return np.asarray(self.env.render(self._state, self.params))
+        return np.array(self.env.render(self._state, self.params))
 
 
 class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
@@ -331,7 +333,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             key, self._state, jnp.asarray(actions), self.params
         )
         self._obs = obs
-        terminated, truncated = np.asarray(terminated), np.asarray(truncated)
+        terminated, truncated = np.array(terminated), np.array(truncated)
         ended = terminated | truncated
         info_np = {k: _to_numpy(v) for k, v in info.items() if k in ("metrics", "reward_terms")}
         # SAME_STEP as SyncVectorEnv: an env that ended reports its step's info under
@@ -349,7 +351,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
                 _final_info=ended.copy(),
             )
         obs = as_space_dtype(obs, self.observation_space)
-        return obs, np.asarray(reward, np.float64), terminated, truncated, info_out
+        return obs, np.array(reward, np.float64), terminated, truncated, info_out
 
 
 def to_gymnasium(

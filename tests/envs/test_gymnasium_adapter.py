@@ -54,6 +54,27 @@ def test_adapters__observations_have_the_spaces_dtype(env_id):
     assert ended
 
 
+@pytest.mark.timeout(300)
+def test_adapters__return_writable_arrays_as_gymnasium_does():
+    """gymnasium's envs and SyncVectorEnv hand out arrays the caller owns; views of jax
+    buffers are read-only, so in-place updates (``obs -= mean``, ``done |= truncated``)
+    raised ``ValueError: output array is read-only``."""
+    env = GymnasiumEnv("Debug-PointMass-v0", render_mode="rgb_array", **POINT)
+    obs, _ = env.reset(seed=0)
+    obs2, _, _, _, info = env.step(np.zeros(2, np.float32))
+    for a in (obs, obs2, env.render(), *info["reward_terms"].values()):
+        a[...] = a
+    venv = GymnasiumVectorEnv("Debug-PointMass-v0", 2, **POINT)
+    obs, _ = venv.reset(seed=0)
+    obs[...] = obs
+    for _ in range(3):
+        obs, reward, terminated, truncated, info = venv.step(np.zeros((2, 2), np.float32))
+    assert truncated.all()
+    metrics = info["final_info"]["metrics"]
+    for a in (obs, reward, terminated, truncated, *info["final_obs"], *metrics.values()):
+        a[...] = a
+
+
 def test_gymnasium_env__truncates_at_the_time_limit_without_auto_reset():
     """max_steps=5: the 5th step is truncated (not terminated); the env does not reset itself."""
     env = GymnasiumEnv("Debug-PointMass-v0", max_steps_in_episode=5, goal_radius=1e-6)
