@@ -70,7 +70,9 @@ def _resolve(
 
 
 def _to_numpy(tree: Any) -> Any:
-    return jax.tree.map(np.asarray, jax.device_get(tree))
+    """Writable numpy copies of ``tree``'s arrays (``np.asarray`` of a jax array is a
+    read-only view; gymnasium's envs hand out arrays the caller owns)."""
+    return jax.tree.map(np.array, jax.device_get(tree))
 
 
 def check_action(action: Any, space: gymnasium.spaces.Space, batch: int | None = None) -> Any:
@@ -102,6 +104,16 @@ def check_action(action: Any, space: gymnasium.spaces.Space, batch: int | None =
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise ValueError(f"{what} has dtype {arr.dtype}, expected a real dtype for {space}")
     return arr.astype(space.dtype)
+
+
+def as_space_dtype(obs: Any, space: gymnasium.spaces.Space) -> Any:
+    """``obs`` as a numpy array of ``space``'s dtype (a ``Discrete`` space's: an ``np.int64``
+    scalar, as gymnasium's checker wants): some gymnax envs return another dtype than their
+    space declares (Catch-bsuite float32 boards in an int32 Box, FourRooms-misc int32
+    positions in a float32 Box, FrozenLake-misc 0-d int32 arrays), which gymnasium's
+    ``check_env`` and ``space.contains`` reject or warn about."""
+    obs = np.array(obs, dtype=space.dtype)  # a writable copy, not a view of a jax buffer
+    return obs[()] if isinstance(space, gymnasium.spaces.Discrete) else obs
 
 
 def _batched_info(info: dict, mask: np.ndarray) -> dict:
@@ -164,11 +176,14 @@ class GymnasiumEnv(gymnasium.Env):
         self._key, key = jax.random.split(self._key)
         return key
 
+    def _obs_out(self, obs: Any) -> np.ndarray:
+        return as_space_dtype(obs, self.observation_space)
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._key = jax.random.key(int(self.np_random.integers(0, 2**31 - 1)))
         obs, self._state = self._reset(self._next_key(), self.params)
-        return np.asarray(obs), {}
+        return self._obs_out(obs), {}
 
     def step(self, action: Any):
         if self._state is None:
@@ -178,7 +193,7 @@ class GymnasiumEnv(gymnasium.Env):
             self._next_key(), self._state, jnp.asarray(action), self.params
         )
         return (
-            np.asarray(obs),
+            self._obs_out(obs),
             float(reward),
             bool(terminated),
             bool(truncated),
@@ -188,7 +203,7 @@ class GymnasiumEnv(gymnasium.Env):
     def render(self):
         if self.render_mode != "rgb_array" or self._state is None:
             return None
-        return np.asarray(self.env.render(self._state, self.params))
+        return np.array(self.env.render(self._state, self.params))
 
 
 class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
@@ -306,7 +321,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             self._obs, self._state = self._reset_some(
                 keys, jnp.asarray(mask), self._obs, self._state, self.params
             )
-        return np.asarray(self._obs), {}
+        return as_space_dtype(self._obs, self.observation_space), {}
 
     def step(self, actions: Any):
         self._check_open()
@@ -318,14 +333,14 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
             key, self._state, jnp.asarray(actions), self.params
         )
         self._obs = obs
-        terminated, truncated = np.asarray(terminated), np.asarray(truncated)
+        terminated, truncated = np.array(terminated), np.array(truncated)
         ended = terminated | truncated
         info_np = {k: _to_numpy(v) for k, v in info.items() if k in ("metrics", "reward_terms")}
         # SAME_STEP as SyncVectorEnv: an env that ended reports its step's info under
         # final_info; at the top level it has its reset's info (empty, so masked out).
         info_out = _batched_info(info_np, ~ended)
         if ended.any():
-            final = np.asarray(info["final_observation"])
+            final = as_space_dtype(info["final_observation"], self.observation_space)
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.nonzero(ended)[0]:
                 final_obs[i] = final[i]
@@ -335,7 +350,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
                 final_info=_batched_info(info_np, ended),
                 _final_info=ended.copy(),
             )
-        return np.asarray(obs), np.asarray(reward, np.float64), terminated, truncated, info_out
+        obs = as_space_dtype(obs, self.observation_space)
+        return obs, np.array(reward, np.float64), terminated, truncated, info_out
 
 
 def to_gymnasium(

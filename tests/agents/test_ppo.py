@@ -218,8 +218,27 @@ def test_bounds_loss__penalizes_means_past_the_box_and_pulls_them_back():
         (dict(num_minibatches=3), r"agent.num_minibatches=3: must divide the batch .* = 512"),
         (dict(num_epochs=0), r"agent.num_epochs=0"),
         (dict(network=NetworkConfig(activation="sigmoid")), r"agent.network.activation='sigmoid'"),
+        # the grid torso embeds integer codes: z-scored codes truncate to a few (DoorKey's 0..13
+        # would embed as 0, 1 or 2), so normalizing them is refused rather than trained on
+        (
+            dict(normalize_obs=True, network=NetworkConfig(torso="grid")),
+            r"agent.normalize_obs=True: .*torso='grid'",
+        ),
     ],
 )
 def test_validate_ppo__names_key_value_and_rule(change, match):
     with pytest.raises(ValueError, match=match):
         validate_ppo(dataclasses.replace(PPOConfig(), **change), batch_size=512)
+
+
+@pytest.mark.timeout(120)
+def test_recurrent_with_critic_observations__refused_naming_the_key():
+    """A recurrent network reads one observation: with critic observations (an
+    ``{"actor", "critic"}`` pair) agent.network.rnn_size is refused by the config check and
+    by the agent, not a ``KeyError: None`` from flax at init."""
+    cfg = PPOConfig(critic_obs=True, network=NetworkConfig(hidden_sizes=[8], rnn_size=4))
+    match = r"agent.network.rnn_size=4: .*critic observations"
+    with pytest.raises(ValueError, match=match):
+        validate_ppo(cfg, batch_size=512)
+    with pytest.raises(ValueError, match=match):
+        make_agent(cfg, {"actor": (3,), "critic": (5,)}, spaces.Discrete(2), 1)

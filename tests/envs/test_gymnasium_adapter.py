@@ -3,6 +3,8 @@ auto-reset with the true final observation, and clear errors for bad actions."""
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium
 import numpy as np
 import pytest
@@ -24,6 +26,53 @@ def test_gymnasium_env__passes_gymnasiums_check_env(env_id):
     obs2, reward, terminated, truncated, info = env.step(env.action_space.sample())
     assert isinstance(reward, float) and isinstance(terminated, bool)
     assert isinstance(obs2, np.ndarray) and env.observation_space.contains(obs2)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("env_id", ["Catch-bsuite", "FourRooms-misc", "FrozenLake-misc"])
+def test_adapters__observations_have_the_spaces_dtype(env_id):
+    """gymnax's Catch returns float32 boards for its int32 Box, FourRooms int32 positions for
+    its float32 Box, FrozenLake a 0-d int32 array for its Discrete space: the adapters hand
+    out the declared type, so the observations lie in their spaces (check_env without its
+    observation-type warnings, and the vector env's batches and final observations)."""
+    env = GymnasiumEnv(env_id)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, skip_render_check=True)
+    assert not [w for w in caught if "obs returned" in str(w.message)], caught
+    venv = to_gymnasium(env_id, num_envs=3, seed=0, max_steps_in_episode=10)
+    obs, _ = venv.reset(seed=1)
+    assert obs.dtype == venv.observation_space.dtype and venv.observation_space.contains(obs)
+    ended = False
+    for _ in range(10):
+        obs, _, _, _, info = venv.step(venv.action_space.sample())
+        assert obs.dtype == venv.observation_space.dtype
+        if "final_obs" in info:
+            final = info["final_obs"][np.nonzero(info["_final_obs"])[0][0]]
+            assert venv.single_observation_space.contains(final)
+            ended = True
+    assert ended
+
+
+@pytest.mark.timeout(300)
+def test_adapters__return_writable_arrays_as_gymnasium_does():
+    """gymnasium's envs and SyncVectorEnv hand out arrays the caller owns; views of jax
+    buffers are read-only, so in-place updates (``obs -= mean``, ``done |= truncated``)
+    raised ``ValueError: output array is read-only``."""
+    env = GymnasiumEnv("Debug-PointMass-v0", render_mode="rgb_array", **POINT)
+    obs, _ = env.reset(seed=0)
+    obs2, _, _, _, info = env.step(np.zeros(2, np.float32))
+    for a in (obs, obs2, env.render(), *info["reward_terms"].values()):
+        a[...] = a
+    venv = GymnasiumVectorEnv("Debug-PointMass-v0", 2, **POINT)
+    obs, _ = venv.reset(seed=0)
+    obs[...] = obs
+    for _ in range(3):
+        obs, reward, terminated, truncated, info = venv.step(np.zeros((2, 2), np.float32))
+    assert truncated.all()
+    metrics = info["final_info"]["metrics"]
+    for a in (obs, reward, terminated, truncated, *info["final_obs"], *metrics.values()):
+        a[...] = a
 
 
 def test_gymnasium_env__truncates_at_the_time_limit_without_auto_reset():

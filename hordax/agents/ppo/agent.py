@@ -20,7 +20,7 @@ from hordax.agents.networks import (
     RecurrentValueHead,
     ValueHead,
 )
-from hordax.agents.ppo.config import PPOConfig
+from hordax.agents.ppo.config import RECURRENT_CRITIC_OBS_RULE, PPOConfig
 from hordax.agents.ppo.losses import policy_loss, value_loss, weighted_mean
 from hordax.agents.sgd import (
     ACTIVE_ROWS,
@@ -149,6 +149,10 @@ class PPOAgent:
                 "agent.network.shared_torso=true: not available with critic observations "
                 "(agent.critic_obs / mappo); allowed: false"
             )
+        if self.recurrent and isinstance(self.obs_shape, dict):
+            # The recurrent heads unroll one observation sequence (else KeyError at init).
+            rnn_size = int(config.network.rnn_size)
+            raise ValueError(f"agent.network.rnn_size={rnn_size}: {RECURRENT_CRITIC_OBS_RULE}")
         net, n, cont = config.network, self.action_dim, self.continuous
         if self.shared:
             head = RecurrentActorCriticHead if self.recurrent else ActorCriticHead

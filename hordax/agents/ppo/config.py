@@ -48,7 +48,8 @@ class PPOConfig:
     normalize_advantages: bool = True
     """Standardize advantages within each minibatch."""
     normalize_obs: bool = False
-    """Running observation normalization (statistics saved with the agent)."""
+    """Running observation normalization (statistics saved with the agent); not with
+    network.torso='grid', whose integer codes it would scramble."""
     normalize_reward: bool = False
     """Scale rewards by the running std of the discounted return."""
     bootstrap_truncation: bool = True
@@ -88,6 +89,13 @@ class MAPPOConfig(IPPOConfig):
     """Always on for MAPPO (the centralized critic)."""
 
 
+#: Why ``network.rnn_size > 0`` is refused with critic observations (config and agent).
+RECURRENT_CRITIC_OBS_RULE = (
+    "a recurrent network reads one observation: not available with critic observations "
+    "(agent.critic_obs=true, agent=mappo); allowed: 0"
+)
+
+
 def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
     """Host-side checks; ``ValueError`` names the key, the value and what is allowed."""
 
@@ -106,6 +114,20 @@ def validate_ppo(cfg: PPOConfig, batch_size: int | None = None) -> None:
     )
     need(finite(cfg.vf_coef) and cfg.vf_coef >= 0, "vf_coef", cfg.vf_coef, "must be >= 0")
     validate_network(cfg.network)
+    need(
+        not (cfg.normalize_obs and cfg.network.torso == "grid"),
+        "normalize_obs",
+        cfg.normalize_obs,
+        "the network.torso='grid' embeds integer codes, which normalized observations "
+        "are not (a tile's code would embed by its cell's running statistics); allowed: false",
+    )
+    rnn_size = int(cfg.network.rnn_size)
+    need(
+        not (rnn_size and cfg.critic_obs),
+        "network.rnn_size",
+        rnn_size,
+        RECURRENT_CRITIC_OBS_RULE,
+    )
     for team, sizes in dict(getattr(cfg, "team_hidden_sizes", None) or {}).items():
         need(
             len(sizes) >= 1 and all(int(h) >= 1 for h in sizes),

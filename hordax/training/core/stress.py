@@ -3,7 +3,7 @@
 :func:`extreme_action_run` steps ``num_envs`` copies of an env through
 :func:`~hordax.training.core.env_stack.make_env_stack`'s stack (``VecEnv`` with its reset
 pool over ``LogEpisode(ClipAction(env))``, the critic observation on when the env has one,
-observation normalization off: normalized observations are clipped to +-5, which would hide
+observation normalization off: normalized observations are clipped to +-10, which would hide
 an infinite raw value) under actions whose entries are +-1e6, +-inf, NaN or U(-10, 10), and
 reduces what a trainer's batch would hold to per-step flags inside jit. Issue #17's
 robustness must-show (10^5 steps, every manipulation task) runs it
