@@ -88,12 +88,16 @@ class PettingZooParallelEnv(ParallelEnv):
         return self._act_spaces[agent]
 
     def _obs_dict(self, obs: Any, agents: list[str]) -> dict[str, np.ndarray]:
-        """Agent rows of the stacked ``obs [n, D]``, each cut to its own (unpadded) size."""
+        """Agent rows of the stacked ``obs [n, D]``, each cut to its own (unpadded) size.
+
+        Each row is the agent's own writable copy: ``np.asarray`` of a jax array is a
+        read-only view, and a view shared by all agents would let one agent's in-place edit
+        change another's observation."""
         obs = np.asarray(obs)
         out = {}
         for a in agents:
             row = obs[self.possible_agents.index(a)]
-            out[a] = row[tuple(slice(0, d) for d in self._obs_spaces[a].shape)]
+            out[a] = np.array(row[tuple(slice(0, d) for d in self._obs_spaces[a].shape)])
         return out
 
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -137,7 +141,7 @@ class PettingZooParallelEnv(ParallelEnv):
         terminations = {a: bool(agent_done[index[a]]) for a in live}
         truncations = {a: bool(truncated) for a in live}
         rewards = {a: float(np.asarray(reward)[index[a]]) for a in live}
-        metrics = jax.tree.map(np.asarray, jax.device_get(info.get("metrics", {})))
+        metrics = jax.tree.map(np.array, jax.device_get(info.get("metrics", {})))
         infos = {a: {"metrics": metrics} for a in live}
         self.agents = [a for a in live if not (terminations[a] or truncations[a])]
         return self._obs_dict(obs, live), rewards, terminations, truncations, infos
@@ -145,4 +149,4 @@ class PettingZooParallelEnv(ParallelEnv):
     def render(self):
         if self.render_mode != "rgb_array" or self._state is None:
             return None
-        return np.asarray(self.env.render(self._state, self.params))
+        return np.array(self.env.render(self._state, self.params))

@@ -84,3 +84,21 @@ def test_pettingzoo__inactive_slots_are_never_live_agents():
         assert "agent_3" not in env.agents
     short = raw.default_params.replace(max_steps_in_episode=10)
     parallel_api_test(PettingZooParallelEnv(raw, short), num_cycles=25)
+
+
+def test_pettingzoo__observations_and_metrics_are_each_agents_own_writable_copies():
+    """A caller may edit what it is handed (gymnasium and PettingZoo's envs return arrays the
+    caller owns): ``np.asarray`` of a jax array is a read-only view, so ``obs[a][0] = x`` once
+    raised 'assignment destination is read-only'. An edit to one agent's observation leaves
+    the other agents' untouched."""
+    env = _make()
+    obs, _ = env.reset(seed=1)
+    before = {a: o.copy() for a, o in obs.items()}
+    obs["agent_0"][:] = 99.0
+    assert np.array_equal(obs["agent_1"], before["agent_1"])
+    obs, _, _, _, info = env.step({a: np.zeros(2, np.float32) for a in env.agents})
+    for a in env.agents:
+        obs[a][0] = -1.0
+        assert obs[a].flags.writeable
+        for leaf in info[a]["metrics"].values():
+            assert np.asarray(leaf).flags.writeable or np.ndim(leaf) == 0
