@@ -68,6 +68,10 @@ def test_clip_action__box_nan_inf_and_discrete():
     np.testing.assert_array_equal(
         clip_action(jnp.array([-3, 0, 1, 9]), spaces.Discrete(2)), [0, 0, 1, 1]
     )
+    # float discrete actions, as docs/env_protocol.md states: NaN -> 0, +inf -> n - 1, under jit
+    floats = jnp.array([jnp.nan, jnp.inf, -jnp.inf, 2.7])
+    out = jax.jit(lambda a: clip_action(a, spaces.Discrete(5)))(floats)
+    np.testing.assert_array_equal(out, [0, 4, 0, 2])
 
 
 def test_clip_action__wrapper_keeps_pendulum_finite_under_nan():

@@ -20,6 +20,9 @@ def clip_action(action: jax.Array, space: spaces.Space) -> jax.Array:
       ``(low + high) / 2`` (0 for symmetric bounds), then clip to ``[low, high]``.
     - ``Discrete(n)``: cast to int32 and clip to ``[0, n - 1]``.
     - ``MultiDiscrete(nvec)``: cast to int32 and clip entry ``i`` to ``[0, nvec[i] - 1]``.
+
+    A float discrete action is cast by XLA's rule (toward zero, saturating, NaN -> 0), so NaN
+    becomes action 0, ``+inf`` the last action and ``-inf`` action 0.
     """
     if isinstance(space, MultiDiscrete):
         high = jnp.asarray(space.nvec, jnp.int32) - 1
