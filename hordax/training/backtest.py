@@ -26,6 +26,7 @@ Outputs in ``out_dir`` (default ``RUN_DIR/backtest_<split>``): ``metrics.csv``,
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from hordax.envs.registry import make
 from hordax.envs.trading import metrics, splits
 from hordax.envs.trading.baselines import portfolio_baselines
 from hordax.training import ensemble as ens_mod
+from hordax.training.host.rundir import write_atomic
 
 SPLITS = ("train", "validation", "test", "all")
 #: The table's metric columns (:mod:`hordax.envs.trading.metrics`).
@@ -153,8 +155,7 @@ def run_backtest(cfg: BacktestConfig) -> dict:
     out_dir = cfg.out_dir or os.path.join(cfg.run_dir, f"backtest_{cfg.split}")
     os.makedirs(out_dir, exist_ok=True)
     write_csv(os.path.join(out_dir, "metrics.csv"), rows)
-    with open(os.path.join(out_dir, "metrics.md"), "w") as f:
-        f.write(markdown_table(rows) + "\n")
+    write_atomic(os.path.join(out_dir, "metrics.md"), markdown_table(rows) + "\n")
     write_curves(os.path.join(out_dir, "equity.csv"), curves)
     counts = {a: algos.count(a) for a in dict.fromkeys(algos)}
     who = " + ".join(f"{n} {a.upper()}" for a, n in counts.items())
@@ -203,19 +204,23 @@ def _segments(choice: np.ndarray) -> list[list[int]]:
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    """``rows`` as a CSV, whole or not at all (a rerun never leaves a half-written table)."""
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    write_atomic(path, f.getvalue())
 
 
 def write_curves(path: str, curves: dict[str, np.ndarray]) -> None:
+    """``step, <run>...`` equity curves as a CSV, whole or not at all."""
     names = list(curves)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["step", *names])
-        for t in range(len(curves[names[0]])):
-            w.writerow([t, *(f"{curves[n][t]:.10g}" for n in names)])
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["step", *names])
+    for t in range(len(curves[names[0]])):
+        w.writerow([t, *(f"{curves[n][t]:.10g}" for n in names)])
+    write_atomic(path, f.getvalue())
 
 
 def _fmt(v: float, pct: bool) -> str:
