@@ -73,6 +73,13 @@ def test_evaluator__population_members_and_pooled():
     pooled = np.mean([m["return"]["mean"] for m in res["members"]])
     assert res["return"]["mean"] == pytest.approx(pooled)
     assert res["members"][0]["return"] != res["members"][1]["return"]
+    # the seed-to-seed spread: an interval over the 2 members' means, not over 6 episodes
+    across = res["across_members"]
+    assert across["members"] == 2 and across["return"]["mean"] == pytest.approx(pooled)
+    member_means = [m["return"]["mean"] for m in res["members"]]
+    assert across["return"]["std"] == pytest.approx(np.std(member_means, ddof=1))
+    success = [m["metrics"]["success"]["mean"] for m in res["members"]]
+    assert across["metrics"]["success"]["mean"] == pytest.approx(np.mean(success))
 
 
 @pytest.mark.timeout(300)

@@ -32,6 +32,7 @@ from hordax.training.config import is_mixed
 from hordax.training.evaluation.episodes import (
     episode_keys,
     episode_stats,
+    interval,
     make_runner,
     make_trajectory,
 )
@@ -201,6 +202,7 @@ class Evaluator:
                 {"algorithm": a, **episode_stats(o, *_teams(self.env))}
                 for a, o in zip(labels, outs, strict=True)
             ]
+            res["across_members"] = across_members(res["members"])
         res.update(
             seed=self.seed,
             deterministic=self.deterministic,
@@ -380,6 +382,21 @@ def _read_if(path: str, want: dict) -> dict | None:
         return None
     ok = isinstance(old, dict) and all(old.get(k) == v for k, v in want.items())
     return old if ok else None
+
+
+def across_members(members: list[dict]) -> dict[str, Any]:
+    """The seed-to-seed spread of a population: :func:`interval` over the ``P`` members'
+    mean return and mean task metrics (``n = P``). The pooled top-level interval counts
+    every episode of every member as independent, which it is not (members share the
+    episodes' keys and differ by training seed), so it is narrower than the spread a
+    rerun with other seeds would see; this one is the figure to quote across seeds."""
+    return {
+        "members": len(members),
+        "return": interval([m["return"]["mean"] for m in members]),
+        "metrics": {
+            k: interval([m["metrics"][k]["mean"] for m in members]) for k in members[0]["metrics"]
+        },
+    }
 
 
 def flat_fields(res: dict, prefix: str = "eval/") -> dict[str, float]:
