@@ -65,6 +65,10 @@ class NavigateParams:
     action_change_penalty: jax.Array = 0.005
 
 
+#: m, the farthest an obstacle reaches from its centre (a sphere of radius 0.6)
+_MAX_EXTENT = 0.6
+
+
 def vehicle_frame(quat: jax.Array, v: jax.Array) -> jax.Array:
     """World vector ``v f32[3]`` in the yaw-aligned vehicle frame of ``quat`` (``Rz(-yaw) v``).
 
@@ -118,7 +122,9 @@ class Navigate(Environment[NavigateState, NavigateParams]):
       ``ph`` must divide ``height`` and ``pw`` divide ``width``; needs ``depth_obs=True``).
     - scene per episode: room ``[0, L] x [-W/2, W/2] x [0, H]``; each of the first
       ``params.num_obstacles`` slots is a sphere (r 0.3-0.6 m), a floor-to-ceiling cylinder
-      (r 0.15-0.35 m) or a box (half extents 0.2-0.5 m), centred in ``x in [2, L - 2]``.
+      (r 0.15-0.35 m) or a box (half extents 0.2-0.5 m), centred in ``x in [2, L - 2]``
+      and short of the goal range (``x <= 0.90 L - 0.6``, which binds only beyond 14 m), so
+      the goal is never inside an obstacle.
       Start at ``x = 1`` facing +x; goal at ``x in [0.90, 0.94] L``.
     - observation: ``f32[17 + H W]`` = goal - position (3, in the yaw-aligned vehicle frame
       of the velocity command: :func:`vehicle_frame`), quaternion (4), body velocity (3),
@@ -202,8 +208,13 @@ class Navigate(Environment[NavigateState, NavigateParams]):
         u_all = jax.random.uniform(key, (k, 7), jnp.float32)
         kind = jnp.minimum(jnp.floor(3.0 * u_all[:, 0]), 2.0).astype(jnp.int32)
         u, s = u_all[:, 1:4], u_all[:, 4:7]
+        # Centres in x in [2, x_hi]: no obstacle (at most 0.6 m from its centre) reaches past
+        # the nearest goal x, so the goal is never inside one. For rooms up to 14 m (the
+        # default 10 m) x_hi is L - 2 exactly and the layouts are those of x in [2, L - 2].
+        x_hi = jnp.minimum(length - 2.0, params.goal_x_range[0] * length - _MAX_EXTENT)
+        x_hi = jnp.maximum(x_hi, 2.0)
         center = jnp.stack(
-            [2.0 + u[:, 0] * (length - 4.0), (u[:, 1] - 0.5) * width, u[:, 2] * height], axis=-1
+            [2.0 + u[:, 0] * (x_hi - 2.0), (u[:, 1] - 0.5) * width, u[:, 2] * height], axis=-1
         )
         radius = jnp.where(kind == cam.SPHERE, 0.3 + 0.3 * s[:, 0], 0.15 + 0.2 * s[:, 0])
         size = jnp.where((kind == cam.BOX)[:, None], 0.2 + 0.3 * s, radius[:, None])
