@@ -331,12 +331,16 @@ class XLandParams:
 
 
 def room_layout(rng: layouts.Draws, h: int, w: int, rooms: int) -> jax.Array:
-    """Walled ``h x w`` grid split into 1, 2 or 4 rooms joined by one gap per inner wall."""
+    """Walled ``h x w`` grid split into 1, 2 or 4 rooms joined by one gap per inner wall.
+
+    Two rooms: the gap is anywhere along the wall (rows ``[1, h - 1)``, XLand-MiniGrid's R2);
+    four rooms: one gap per half-wall, as its R4."""
     grid = layouts.walled(h, w)
     rh, rw = h // 2, w // 2
     if rooms >= 2:
         grid = grid.at[:, rw, 0].set(world.WALL)
-        grid = grid.at[rng.randint(1, rh), rw, 0].set(world.FLOOR)
+        # the upper half-wall's gap for four rooms; the whole wall's for two
+        grid = grid.at[rng.randint(1, rh if rooms == 4 else h - 1), rw, 0].set(world.FLOOR)
     if rooms == 4:
         grid = grid.at[rh, :, 0].set(world.WALL)
         grid = grid.at[rng.randint(rh + 1, h - 1), rw, 0].set(world.FLOOR)

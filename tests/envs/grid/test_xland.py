@@ -470,3 +470,19 @@ def test_make_benchmark_command(tmp_path, capsys):
     assert "wrote 300 tasks" in capsys.readouterr().out
     bench = xland.load_benchmark(out)
     assert bench.num_tasks == 300 and bench.rules.shape[1:] == (4, 7)
+
+
+def test_room_layout__gaps_cover_their_whole_walls():
+    """Two rooms: one gap anywhere along the inner wall (XLand-MiniGrid's R2 draws rows
+    [1, h - 1)); it was drawn in the upper half only, so the lower half of the wall was never
+    open. Four rooms: one gap in each half-wall, as before."""
+    from hordax.envs.grid import layouts
+
+    h = w = 9
+    keys = jax.random.split(jax.random.key(0), 512)
+    for rooms, want_rows in ((2, set(range(1, h - 1))), (4, set(range(1, h - 1)) - {h // 2})):
+        grids = jax.vmap(lambda k, r=rooms: xland.room_layout(layouts.Draws(k, 4), h, w, r))(keys)
+        column = np.asarray(grids[:, :, w // 2, 0])  # the vertical inner wall, [512, h]
+        open_rows = column == world.FLOOR
+        assert set(np.nonzero(open_rows.any(axis=0))[0].tolist()) == want_rows
+        assert (open_rows.sum(axis=1) == rooms // 2).all()  # one gap per (half-)wall
