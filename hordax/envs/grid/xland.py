@@ -290,20 +290,50 @@ def load_benchmark(path: str | os.PathLike) -> Benchmark:
             f"benchmark file {str(path)!r}: goals/rules/init_tiles hold "
             f"{g.shape[0]}/{r.shape[0]}/{o.shape[0]} tasks (must be equal and > 0)"
         )
-    if g[:, 0].max() >= rules.NUM_GOALS or (r.size and r[..., 0].max() >= rules.NUM_RULES):
-        raise ValueError(f"benchmark file {str(path)!r}: unknown goal or rule kind")
-    if o[..., 0].max() >= world.NUM_TILES or o[..., 1].max() >= world.NUM_COLORS:
-        raise ValueError(f"benchmark file {str(path)!r}: init_tiles hold unknown tile/colour ids")
+    check_task_values(f"benchmark file {str(path)!r}: ", g, r, o, "goals")
     return Benchmark(jnp.asarray(g), jnp.asarray(r), jnp.asarray(o))
 
 
-def check_task_values(prefix: str, goal, rule_rows, init_tiles, goal_name: str = "goal") -> None:
-    """Host-side: known goal and rule kinds, tile and colour ids in range in ``init_tiles``
-    and in the rules' products (any leading axes: a benchmark's stack too). ``ValueError``
-    naming ``{prefix}{field}``, the first offending row and the rule."""
+def check_task_values(
+    prefix: str,
+    goal,
+    rule_rows,
+    init_tiles,
+    goal_name: str = "goal",
+    grid_hw: tuple[int, int] | None = None,
+) -> None:
+    """Host-side: known goal and rule kinds, tile and colour ids in range in ``init_tiles``,
+    in the rules' products and in the goal's objects, and (given ``grid_hw``) goal positions
+    inside the grid: ``check_goal`` clamps an outside position to the border, where the goal
+    would then hold at a cell the task never named. Any leading axes (a benchmark's stack
+    too). ``ValueError`` naming ``{prefix}{field}``, the first offending row and the rule."""
     g, r, o = (np.asarray(x) for x in (goal, rule_rows, init_tiles))
+    kind = g[..., 0]
+    # goal entries (1, 2) are an object (tile, colour) for every kind but AgentOnPosition,
+    # (3, 4) a second object for the TileNear kinds and a position for TileOnPosition
+    obj_ab = (kind > rules.G_EMPTY) & (kind != rules.G_AGENT_ON_POSITION)
+    obj_cd = (kind == rules.G_TILE_NEAR) | (kind >= rules.G_TILE_NEAR_UP)
+    goal_tests = [
+        (obj_ab, 1, world.NUM_TILES, "goal object tile id (entry 1)"),
+        (obj_ab, 2, world.NUM_COLORS, "goal object colour id (entry 2)"),
+        (obj_cd, 3, world.NUM_TILES, "goal second tile id (entry 3)"),
+        (obj_cd, 4, world.NUM_COLORS, "goal second colour id (entry 4)"),
+    ]
+    if grid_hw is not None:
+        h, w = grid_hw
+        on_tile_pos, on_agent_pos = (
+            kind == rules.G_TILE_ON_POSITION,
+            kind == rules.G_AGENT_ON_POSITION,
+        )
+        goal_tests += [
+            (on_tile_pos, 3, h, f"goal position row (entry 3) in the {h} x {w} grid"),
+            (on_tile_pos, 4, w, f"goal position column (entry 4) in the {h} x {w} grid"),
+            (on_agent_pos, 1, h, f"goal position row (entry 1) in the {h} x {w} grid"),
+            (on_agent_pos, 2, w, f"goal position column (entry 2) in the {h} x {w} grid"),
+        ]
     tests = [
         (goal_name, g, g[..., 0], rules.NUM_GOALS, "goal kind (entry 0)"),
+        *((goal_name, g, np.where(m, g[..., i], 0), n, what) for m, i, n, what in goal_tests),
         ("rules", r, r[..., 0], rules.NUM_RULES, "rule kind (entry 0)"),
         ("rules", r, r[..., 5], world.NUM_TILES, "produced tile id (entry 5)"),
         ("rules", r, r[..., 6], world.NUM_COLORS, "produced colour id (entry 6)"),
@@ -452,7 +482,13 @@ class XLand(GridEnv):
             shape = tuple(np.shape(getattr(params, name)))[-len(want) :]
             if shape != want:
                 raise ValueError(f"params.{name} has shape {shape}, want {want} for this env")
-        check_task_values("params.", params.goal, params.rules, params.init_tiles)
+        check_task_values(
+            "params.",
+            params.goal,
+            params.rules,
+            params.init_tiles,
+            grid_hw=(self.height, self.width),
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -683,7 +719,8 @@ class XLandTrials(XLand):
                 f"{tuple(b.init_tiles.shape[1:])}; this env needs "
                 f"({self.num_rules}, 7) and ({self.num_objects}, 2) (same depth/distractors)"
             )
-        check_task_values("params.benchmark.", b.goals, b.rules, b.init_tiles, "goals")
+        hw = (self.height, self.width)
+        check_task_values("params.benchmark.", b.goals, b.rules, b.init_tiles, "goals", hw)
         kinds = np.unique(np.asarray(b.goals)[..., 0]) if self.commit_pickup else None
         if kinds is not None and not np.array_equal(kinds, [rules.G_AGENT_HOLD]):
             raise ValueError(

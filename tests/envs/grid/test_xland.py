@@ -184,7 +184,7 @@ def test_benchmark__save_load_split_sample(tmp_path):
                 "rules": np.zeros((3, 2, 7), np.uint8),
                 "init_tiles": np.zeros((3, 4, 2), np.uint8),
             },
-            "unknown goal or rule kind",
+            r"goals=\[99, 99, 99, 99, 99\] \(at \[0\]\): goal kind \(entry 0\) .* \[0, 15\)",
         ),
         (
             {
@@ -441,6 +441,11 @@ def test_generator__refuses_more_objects_than_distinct_pairs():
         ("goal", [99, 3, 1, 0, 0], r"goals?=.* kind .* \[0, 15\)"),
         ("rules", 77, r"rules=.* kind .* \[0, 12\)"),
         ("init_tiles", 300, r"init_tiles=.* tile ids .* \[0, 14\)"),
+        # AgentHold of tile 99: never met; a position off the 9 x 9 grid was clamped to its
+        # border, so the goal held at a cell the task never named
+        ("goal", [1, 99, 0, 0, 0], r"goals?=.* object tile id \(entry 1\) .* \[0, 14\)"),
+        ("goal", [5, 3, 1, 9, 2], r"goals?=.* row \(entry 3\) in the 9 x 9 grid .* \[0, 9\)"),
+        ("goal", [6, 4, -1, 0, 0], r"goals?=.* column \(entry 2\) in the 9 x 9 .* \[0, 9\)"),
     ],
 )
 def test_xland__params_task_values_are_checked(field, value, match):
