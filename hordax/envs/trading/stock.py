@@ -340,14 +340,19 @@ def check_ranges(checks: dict) -> None:
 
 def validate_panel(params: Any) -> None:
     """Shapes (``close [T, N]`` and the per-row arrays' leading ``[T, N]`` or ``[T]``),
-    positive finite prices and a consistent episode range."""
+    positive finite prices and a consistent episode range. Batched params (one panel per
+    env, every leaf with the same leading axes ``[B...]``, as ``vmap`` over params takes
+    them) are checked entry by entry."""
     close = np.asarray(params.close)
-    if close.ndim != 2 or close.shape[0] < 2:
-        raise ValueError(f"params.close has shape {close.shape}: want [T >= 2, N]")
-    if not np.all(np.isfinite(close) & (close > 0)):
-        t, j = np.argwhere(~(np.isfinite(close) & (close > 0)))[0]
-        raise ValueError(f"params.close[{t}, {j}]={close[t, j]}: prices must be finite and > 0")
-    T, n = close.shape
+    if close.ndim < 2 or close.shape[-2] < 2:
+        raise ValueError(
+            f"params.close has shape {close.shape}: want [T >= 2, N] ([B, T, N] batched)"
+        )
+    bad = ~(np.isfinite(close) & (close > 0))
+    if np.any(bad):
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"params.close{list(at)}={close[at]}: prices must be finite and > 0")
+    batch, (T, n) = close.shape[:-2], close.shape[-2:]
     # per-row arrays: (field, leading shape); a mismatch would be clamped by JAX's indexing
     # (row t of a shorter array reads its last row) instead of failing
     for name, lead in (
@@ -359,15 +364,19 @@ def validate_panel(params: Any) -> None:
     ):
         if hasattr(params, name):
             shape = tuple(np.shape(getattr(params, name)))
-            if shape[: len(lead)] != lead:
+            if shape[: len(batch) + len(lead)] != batch + lead:
                 raise ValueError(
-                    f"params.{name} has shape {shape}: want leading {lead}, the rows (and "
-                    f"assets) of params.close {close.shape}"
+                    f"params.{name} has shape {shape}: want leading {batch + lead}, the rows "
+                    f"(and assets) of params.close {close.shape}"
                 )
-    bounds = (params.start_lo, params.start_hi, params.end)
-    lo, hi, end = (int(np.max(np.asarray(x))) for x in bounds)
-    if not (0 <= lo <= hi <= end - 2 and end <= T):
+    lo, hi, end = (np.asarray(x) for x in (params.start_lo, params.start_hi, params.end))
+    ok = (lo >= 0) & (lo <= hi) & (hi <= end - 2) & (end <= T)
+    if not np.all(ok):
+        at = np.argwhere(~np.atleast_1d(ok))[0] if np.ndim(ok) else ()
+        one = (int(np.broadcast_to(x, np.shape(ok))[tuple(at)]) for x in (lo, hi, end))
+        lo, hi, end = one
+        where = f" (entry {list(map(int, at))})" if np.ndim(ok) else ""
         raise ValueError(
-            f"params.start_lo={lo}, params.start_hi={hi}, params.end={end}: want 0 <= start_lo "
-            f"<= start_hi <= end - 2 and end <= T={T}"
+            f"params.start_lo={lo}, params.start_hi={hi}, params.end={end}{where}: want 0 <= "
+            f"start_lo <= start_hi <= end - 2 and end <= T={T}"
         )

@@ -249,6 +249,27 @@ def test_panel__per_row_arrays_must_match_the_close_panel(env_id, field, cut):
         env.validate_params(params.replace(**{field: short}))
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("env_id", ["StockTrading-v0", "StockPortfolio-v0", "CryptoTrading-v0"])
+def test_panel__batched_params_are_checked_entry_by_entry(env_id):
+    """Params batched for ``vmap`` (one panel per env, a leading axis on every leaf) are
+    validated per entry: they were refused outright ('params.close has shape (3, T, N)'),
+    so no batched trading params could be validated; a bad entry is named."""
+    env, params = hordax.make(env_id)
+    batched = jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * 3), params)
+    env.validate_params(batched)
+    T = params.close.shape[0]
+    with pytest.raises(ValueError, match=rf"params.end=\d+ \(entry \[1\]\): .* end <= T={T}"):
+        env.validate_params(batched.replace(end=batched.end.at[1].set(T + 5)))
+    close = batched.close.at[2, 7, 0].set(-1.0)
+    with pytest.raises(ValueError, match=r"params.close\[2, 7, 0\]=-1.0: prices must be"):
+        env.validate_params(batched.replace(close=close))
+    field = "factors" if env_id.startswith("Crypto") else "features"
+    short = batched.replace(**{field: getattr(batched, field)[:, :100]})
+    with pytest.raises(ValueError, match=r"want leading \(3, "):
+        env.validate_params(short)
+
+
 def test_ledger__buy_order_largest_first_ties_to_higher_index():
     """With cash for one order only, equal orders go to the higher asset index (FinRL's
     np.argsort(actions)[::-1]); a larger order goes first."""
