@@ -43,6 +43,22 @@ def test_write_atomic__a_kill_mid_write_leaves_the_old_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
 
 
+def test_write_atomic__flushes_the_file_then_its_directory(tmp_path, monkeypatch):
+    """The file's bytes are fsynced before the rename and the directory after it (the
+    rename is durable only once the directory's entries are on disk)."""
+    import stat
+
+    from hordax.training.host import rundir
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(
+        rundir.os, "fsync", lambda fd: (synced.append(stat.S_ISDIR(os.fstat(fd).st_mode)), real(fd))
+    )
+    rundir.write_atomic(str(tmp_path / "eval.json"), "{}")
+    assert synced == [False, True] and (tmp_path / "eval.json").read_text() == "{}"
+
+
 @pytest.mark.timeout(60)
 def test_check_free_and_clear__only_run_files_count_and_go(tmp_path):
     """A directory with run files is refused (naming it and overwrite=true); clear removes

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hordax import strict_json
-from hordax.training.host.rundir import fault_point
+from hordax.training.host.rundir import fault_point, write_atomic
 
 #: Config keys that must be equal for a checkpoint to continue a run (dotted paths into the
 #: resolved TrainConfig as a dict). Logging, progress and checkpoint cadence may change;
@@ -272,10 +272,7 @@ class Checkpointer:
             "leaves": leaf_signature(abstract_state),
             **({"mesh": list(mesh)} if mesh is not None else {}),
         }
-        tmp = self.meta_path + ".tmp"
-        with open(tmp, "w") as f:
-            strict_json.dump(meta, f, indent=1, default=str)
-        os.replace(tmp, self.meta_path)
+        write_atomic(self.meta_path, strict_json.dumps(meta, indent=1, default=str))
 
     def save(self, step: int, state: Any) -> None:
         """Write the state after ``step`` chunks and wait until it is committed on disk."""

@@ -223,6 +223,23 @@ def write_atomic(path: str, data: str | bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def fsync_dir(path: str) -> None:
+    """Flush directory ``path``'s entries to disk: after ``os.replace`` the new name is in
+    the kernel, and a power cut before the directory is written could still bring back
+    the old file. Best effort: a file system that cannot fsync a directory is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 _reached: dict[str, int] = {}
