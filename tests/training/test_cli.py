@@ -289,20 +289,22 @@ def test_cli__default_pendulum_reaches_minus_250(tmp_path):
 def test_cli__tuned_multihover_ippo_learns_the_crossing(tmp_path):
     """Issue #14's MultiHover by IPPO, small: the tuned config (yaw-frame observation, fine
     goal error, miss vectors, separation warning at 1 s within 1.25 m, staggered starts, lr
-    5e-4) at 1M env steps instead of 4M, one seed, then greedy fresh episodes. Measured here
-    (AVX-512 host): all four within 0.1 m in 0.977 of 128 episodes, 0.4 % of the drones
-    crashed, 39 s with compile (an untrained policy: 0; section 28's config: 0.586; the
-    separation radius at 1 m: 0.977, 1.2 % crashed). The thresholds leave room for another
-    machine's float rounding, which moves a training run, and for the through-the-centre
-    mode that 4 of 21 full runs of the 1 m radius leaned to (training-time 0.72-0.79 at 1M
-    steps, 12-15 % crashed). Full budget, 21 runs x 512 episodes: benchmarks/RESULTS.md
-    section 29."""
+    5e-4) at 2M env steps instead of 4M, one seed, then 128 greedy fresh episodes.
+
+    At 1M steps (this test until stop 49) the outcome hung on the host's float rounding:
+    seed 0 reached 0.977 on an AVX-512 host and 0.359 on CI's and on an AVX2 AMD EPYC
+    (CI failed), seeds 1-3 there 0.992 / 0.906 / 1.000, one run in four caught in the
+    through-the-centre mode that section 29 describes. At 2M steps, AVX2 EPYC, seeds 0-3:
+    all four within 0.1 m in 0.992 / 0.984 / 0.953 / 0.977 of 128 episodes, 0.2-2.2 % of the
+    drones crashed, 114-163 s each with compile (an untrained policy: 0). The thresholds
+    leave room for that mode. benchmarks/RESULTS.md sections 29 (full budget, 21 runs x 512
+    episodes) and 39 (these runs)."""
     args = ["env=Aerial-MultiHover-v0", "agent=ippo", "progress=false", "eval.episodes=128"]
-    args += ["trainer.total_env_steps=1000000", "trainer.num_chunks=2"]
+    args += ["trainer.total_env_steps=2000000", "trainer.num_chunks=2"]
     summary, _ = _run_cli(args, tmp_path, timeout=850)
     metrics = summary["eval"]["metrics"]
-    assert metrics["all_success"]["mean"] >= 0.5, metrics
-    assert metrics["crashed"]["mean"] <= 0.2, metrics
+    assert metrics["all_success"]["mean"] >= 0.7, metrics
+    assert metrics["crashed"]["mean"] <= 0.15, metrics
 
 
 @pytest.mark.parametrize(
