@@ -151,16 +151,23 @@ def train_and_log(
             or a fresh run finds another run's checkpoints in ``run_dir``.
         KeyboardInterrupt: passed on after the files are closed (the last checkpoint stays).
     """
+    # refusals of the config come before the run directory is locked or touched
+    if jax.process_count() > 1 and cfg.ensemble.enabled:
+        raise ValueError(
+            f"distributed=true over {jax.process_count()} processes: agent=ensemble is not "
+            "supported yet (run it in one process)"
+        )
     with contextlib.ExitStack() as stack:
-        error = ""  # process 0 locks; every process raises its refusal (a collective)
-        if sharding.is_primary():
-            try:
-                stack.enter_context(locked(cfg.run_dir, create=not cfg.resume))
-            except RunDirError as e:
-                error = str(e)
-        error = sharding.primary_str(error)
-        if error:
-            raise RunDirError(error)
+        if cfg.run_dir:  # the same on every process, so all of them reach the collective
+            error = ""  # process 0 locks; every process raises its refusal (a collective)
+            if sharding.is_primary():
+                try:
+                    stack.enter_context(locked(cfg.run_dir, create=not cfg.resume))
+                except RunDirError as e:
+                    error = str(e)
+            error = sharding.primary_str(error)
+            if error:
+                raise RunDirError(error)
         return _train_and_log(cfg, env, env_params, resolved, hooks, files)
 
 
@@ -172,11 +179,6 @@ def _train_and_log(
     hooks: tuple[ChunkHook, ...],
     files: dict[str, str] | None,
 ) -> dict:
-    if jax.process_count() > 1 and cfg.ensemble.enabled:
-        raise ValueError(
-            f"distributed=true over {jax.process_count()} processes: agent=ensemble is not "
-            "supported yet (run it in one process)"
-        )
     run_dir = cfg.run_dir or None
     primary = sharding.is_primary()
     trainer = make_trainer(cfg, env, env_params, resolved)
