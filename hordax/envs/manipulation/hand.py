@@ -90,8 +90,9 @@ class HandEnv(ArmEnv):
     - action ``f32[24]`` in ``[-1, 1]``: joint-position targets ``home + action_scale *
       (action + action noise)`` clipped to the servo ranges; NaN entries act as 0, +-inf as
       +-1 (:class:`~hordax.envs.manipulation.base.ArmEnv`).
-    - physics: MJX, 10 ms Euler steps (implicit damping), 5 per control step (20 Hz), CG
-      solver with 4 iterations, warm start disabled (see the scene files).
+    - physics: MJX, 10 ms Euler steps (implicit damping), 5 per control step (20 Hz), Newton
+      solver with 8 iterations (4 line-search steps), warm start disabled (see the scene
+      files).
     - reset (fresh, inside jit): hand ``home + U(-home_noise, home_noise)``; object at its rest
       point ``+ U(-object_pos_noise, object_pos_noise)`` per axis with a uniformly random
       orientation; everything at rest; ``mjx.kinematics`` gives the positions.

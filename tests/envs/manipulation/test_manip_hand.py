@@ -35,7 +35,7 @@ T = SETTLE + 200  # control steps of every rollout (one compiled program per env
 #:   cube:   hand 9.0e-3 (200 steps) / 1.1e-4 (20), position 1.1e-3, quaternion 1.5e-2 (200)
 #:   (the cube's since hordax's face-contact fix, RESULTS 34; before: 8.9e-3 / 1.2e-3, 2.2e-3,
 #:   1.6e-2)
-#: The two drift apart with contacts because MJX's convex collision and CG solver are not
+#: The two drift apart with contacts because MJX's convex collision and Newton solver are not
 #: C's: float64 MJX already differs from C by 2.6e-6 rad one step after first contact, and
 #: C against itself with 4 instead of 8 solver iterations differs by as much (8e-2 rad in
 #: 200 steps). A sphere resting in a hand is neutrally stable (it rolls), so its drift
@@ -344,6 +344,19 @@ def test_resets_are_fresh_and_the_critic_observation_is_privileged():
 def test_make_rejects_invalid_params(field, value, match):
     with pytest.raises(ValueError, match=match):
         hordax.make(SPHERE, **{field: value})
+
+
+@pytest.mark.timeout(60)
+def test_the_docstring_names_the_scenes_solver():
+    """HandEnv's docstring states the constraint solver the scenes run (it said CG with 4
+    iterations; the scenes set no solver, so MuJoCo's default Newton runs, 8 iterations)."""
+    from hordax.envs.manipulation.hand import CubeRotateZ, HandEnv, SphereRotate
+
+    doc = " ".join(HandEnv.__doc__.split())
+    for cls in (SphereRotate, CubeRotateZ):
+        opt = physics.load_model(cls.model_file).opt
+        name = mujoco.mjtSolver(opt.solver).name.removeprefix("mjSOL_").capitalize()
+        assert f"{name} solver with {opt.iterations} iterations" in doc
 
 
 @pytest.mark.timeout(120)
