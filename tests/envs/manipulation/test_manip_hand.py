@@ -346,6 +346,37 @@ def test_make_rejects_invalid_params(field, value, match):
         hordax.make(SPHERE, **{field: value})
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "env_id, overrides, match",
+    [
+        # a sphere held at home settles with its centre at z = 0.044 m (MuJoCo C): drop_z
+        # 0.05, below the 0.06 m reset point and accepted before, counted it as dropped
+        (SPHERE, {"drop_z": 0.05}, "params.drop_z"),
+        # a cube lying on the floor has its centre at z = -0.075 m, 0.21 m from its rest
+        # point (MuJoCo C), inside drop_distance 0.5: with drop_z -0.09 it ended no episode
+        (CUBE, {"drop_z": -0.09}, "lying on the floor"),
+        # a reset places the object up to sqrt(3) * 0.01 m = 1.7 cm from its rest point
+        (SPHERE, {"drop_distance": 0.015}, "params.drop_distance"),
+    ],
+)
+def test_make_rejects_drop_thresholds_that_break_the_task(env_id, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        hordax.make(env_id, **overrides)
+
+
+@pytest.mark.timeout(120)
+def test_drop_thresholds_are_checked_against_the_scene():
+    """The reference heights come from the scene (the palm's collision surface under the
+    rest point, the floor plane), and either drop test may catch an object on the floor:
+    the sphere lying there is >= 0.124 m from its rest point, past drop_distance 0.1."""
+    env, _ = _env(SPHERE)
+    assert env.palm_z == pytest.approx(0.022, abs=1e-3)
+    assert env.floor_z == pytest.approx(-0.1)
+    hordax.make(SPHERE, drop_z=-0.09)
+    hordax.make(CUBE, drop_z=-0.09, drop_distance=0.1)
+
+
 @pytest.mark.timeout(60)
 def test_the_docstring_names_the_scenes_solver():
     """HandEnv's docstring states the constraint solver the scenes run (it said CG with 4
