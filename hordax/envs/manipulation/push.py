@@ -139,6 +139,12 @@ class Push(ArmEnv):
         self.cube_body = physics.body_id(self.model, "cube")
         #: qpos / qvel addresses of the cube's free joint (after the arm's 7 joints)
         self.cube_qadr, self.cube_dadr = physics.free_joint(self.model, "cube")
+        #: m, the least grip-cube distance without pressing the contacts in (to 0.5 mm: 3.45
+        #: cm with an edge between the fingertips): the cube's half size plus the fingertip
+        #: spheres' radius (the grip lies between their centres)
+        tip = float(self.model.geom_size[physics.geom_id(self.model, "tip_left"), 0])
+        half = float(self.model.geom_size[physics.geom_id(self.model, "cube"), :3].min())
+        self.min_grip_distance = half + tip
 
     def cube_model(self, params: PushParams):
         """The device model with the arm's and the cube's randomization applied."""
@@ -269,6 +275,17 @@ class Push(ArmEnv):
             cube_yaw_range=(0.0, False),
             target_min_distance=(0.0, False),
         )
+        reached = np.asarray(params.reached_radius, np.float64)
+        if np.any(reached < self.min_grip_distance):
+            raise ValueError(
+                f"params.reached_radius={reached.tolist()}: must be >= "
+                f"{self.min_grip_distance:g} m, the cube's half size plus the fingertips' "
+                "radius: the grip (between the fingertip spheres) comes no closer to the "
+                "cube's centre (3.45 cm with an edge between the fingertips) unless the "
+                "contacts are pressed in, so a smaller radius leaves `reached`, and with it "
+                "the push reward, off (Playground's 0.012 m is for a gripper that closes "
+                "around the cube)"
+            )
         lo = np.asarray(params.target_min_distance, np.float64)
         hi = np.asarray(params.target_max_distance, np.float64)
         if not np.all(np.isfinite(hi)) or np.any(hi < lo) or np.any(hi > 0.3):
