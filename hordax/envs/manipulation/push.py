@@ -39,7 +39,7 @@ _CUBE_POS_BOUND = 2.0  # m, observation clip of the cube's position
 @struct.dataclass
 class PushState:
     qpos: jax.Array  # f32[14] arm joint angles (7, rad), cube position (3, m), quaternion (4)
-    qvel: jax.Array  # f32[13] arm joint velocities (7), cube linear (3) and angular (3) velocity
+    qvel: jax.Array  # f32[13] arm joints (7), cube linear (3, world) and angular (3, cube frame)
     last_action: jax.Array  # f32[7] the previous (clipped) action
     grip: jax.Array  # f32[3] grip site (between the fingertips) position (m, world)
     target: jax.Array  # f32[2] target of the cube's centre on the table (m, world x, y)
@@ -90,7 +90,8 @@ class Push(ArmEnv):
     - observation ``f32[42]``: joint angles - home (7, clipped to +- the
       joint's range width, as Reach's), joint velocities (7, clipped to
       +-50 rad/s), last action (7), grip position (3), cube position (3), cube quaternion
-      (4, ``w >= 0``), cube linear and angular velocity (6, clipped to +-10), cube - grip
+      (4, ``w >= 0``), cube linear and angular velocity (6, clipped to +-10; the free
+      joint's ``qvel``: linear in the world frame, angular in the cube's own frame), cube - grip
       (3), target - cube on the table (2); the cube's position is clipped to +-2 m.
     - action ``f32[7]`` in ``[-1, 1]``: joint-position targets ``PUSH_HOME + action_scale *
       action`` clipped to the joint ranges; NaN entries act as 0, +-inf and out-of-range
