@@ -6,7 +6,9 @@
 - ``base``: :class:`~hordax.envs.manipulation.base.ArmEnv`, the shared gymnax environment:
   joint-position targets as offsets around a home pose, fresh resets, NaN handling.
 - ``render``: ``env.render(state, params)`` frames with MuJoCo's offscreen renderer.
-- tasks: ``reach`` (``Manip-Reach-v0``, the robosuite Panda arm, no contacts).
+- tasks: ``reach`` (``Manip-Reach-v0``, the robosuite Panda arm, no contacts), ``push``
+  (``Manip-Push-v0``, the Panda pushing a cube, with contacts), ``hand``
+  (``Manip-HandSphereRotate-v0`` and ``Manip-HandCubeRotateZ-v0``, the Shadow Hand).
 
 Nothing is imported here: ``mujoco`` loads only when a manipulation id is made.
 """

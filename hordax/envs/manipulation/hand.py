@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 from flax import struct
 from gymnax.environments import spaces
@@ -83,6 +84,26 @@ class HandParams:
     drop_penalty: jax.Array = 1.0  # - on a drop (or a non-finite state)
 
 
+def _surface_below(model: mujoco.MjModel, qpos: np.ndarray, point, exclude_body: int) -> float:
+    """Height (m, world) of the first collision geom (one that can touch another geom)
+    straight below ``point`` with the model at ``qpos``, body ``exclude_body`` left out:
+    MuJoCo C's ``mj_ray`` after ``mj_kinematics``."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(model, data)
+    collides = (np.asarray(model.geom_contype) | np.asarray(model.geom_conaffinity)) != 0
+    groups = np.unique(np.asarray(model.geom_group)[collides & (model.geom_bodyid > 0)])
+    mask = np.zeros(mujoco.mjNGROUP, np.uint8)
+    mask[groups] = 1
+    geom = np.array([-1], np.int32)
+    start = np.asarray(point, np.float64)
+    down = np.array([0.0, 0.0, -1.0])
+    dist = mujoco.mj_ray(model, data, start, down, mask, 1, exclude_body, geom)
+    if geom[0] < 0:
+        raise ValueError(f"no collision geom below {start.tolist()} in the hand scene")
+    return float(start[2] - dist)
+
+
 class HandEnv(ArmEnv):
     """The shared Shadow Hand in-hand task (subclasses set the scene, history length and
     reward through :meth:`task_reward`).
@@ -90,8 +111,9 @@ class HandEnv(ArmEnv):
     - action ``f32[24]`` in ``[-1, 1]``: joint-position targets ``home + action_scale *
       (action + action noise)`` clipped to the servo ranges; NaN entries act as 0, +-inf as
       +-1 (:class:`~hordax.envs.manipulation.base.ArmEnv`).
-    - physics: MJX, 10 ms Euler steps (implicit damping), 5 per control step (20 Hz), CG
-      solver with 4 iterations, warm start disabled (see the scene files).
+    - physics: MJX, 10 ms Euler steps (implicit damping), 5 per control step (20 Hz), Newton
+      solver with 8 iterations (4 line-search steps), warm start disabled (see the scene
+      files).
     - reset (fresh, inside jit): hand ``home + U(-home_noise, home_noise)``; object at its rest
       point ``+ U(-object_pos_noise, object_pos_noise)`` per axis with a uniformly random
       orientation; everything at rest; ``mjx.kinematics`` gives the positions.
@@ -136,6 +158,19 @@ class HandEnv(ArmEnv):
         group[body == self.obj_body] = -2
         self.geom_group = group.astype(np.int32)
         self.contact_rows = physics.contact_rows(self.model)
+        # heights the drop thresholds are checked against (validate_params), m, world
+        obj_geom = int(np.flatnonzero(body == self.obj_body)[0])
+        size = np.asarray(self.model.geom_size[obj_geom], np.float64)
+        sphere = self.model.geom_type[obj_geom] == mujoco.mjtGeom.mjGEOM_SPHERE
+        #: the object's smallest half-extent and its bounding radius at size scale 1 (m)
+        self.obj_half = float(size[0] if sphere else size.min())
+        self.obj_rbound = float(self.model.geom_rbound[obj_geom])
+        #: the floor plane's height and the palm's collision surface under the object's
+        #: rest point with the hand at home (``mj_ray`` in MuJoCo C)
+        self.floor_z = float(self.model.geom_pos[physics.geom_id(self.model, "floor"), 2])
+        home_qpos = self.qpos0.astype(np.float64)
+        home_qpos[self.act_qadr] = self.home_q
+        self.palm_z = _surface_below(self.model, home_qpos, self.obj_rest, self.obj_body)
 
     # -- physics -----------------------------------------------------------------------------
 
@@ -325,11 +360,14 @@ class HandEnv(ArmEnv):
                 "must still fit above the palm at its reset point)"
             )
         drop_z = np.asarray(params.drop_z, np.float64)
-        if not np.all(np.isfinite(drop_z)) or np.any(drop_z >= self.obj_rest[2]):
+        if not np.all(np.isfinite(drop_z)) or np.any(drop_z >= self.palm_z):
             raise ValueError(
-                f"params.drop_z={drop_z.tolist()}: must be finite and below the object's rest "
-                f"height {self.obj_rest[2]:g} m"
+                f"params.drop_z={drop_z.tolist()}: must be finite and below the palm's surface "
+                f"under the object's rest point, z = {self.palm_z:.3f} m (an object held in the "
+                "palm has its centre above it: at home the sphere settles at z = 0.044 m, the "
+                "cube at 0.046 m; a higher drop_z counts a held object as dropped)"
             )
+        self._check_drop_thresholds(params, size, drop_z)
         axis = np.asarray(params.rotation_axis, np.float64)
         if (
             axis.shape[-1:] != (3,)
@@ -338,6 +376,32 @@ class HandEnv(ArmEnv):
         ):
             raise ValueError(
                 f"params.rotation_axis={axis.tolist()}: must be 3 finite values, not all 0"
+            )
+
+    def _check_drop_thresholds(self, params: HandParams, size: np.ndarray, drop_z: np.ndarray):
+        """Host-side checks of the drop rule against the scene: a reset must not start the
+        object past ``drop_distance``, and an object lying on the floor must count as
+        dropped (else a dropped object ends no episode and costs no ``drop_penalty``)."""
+        distance = np.asarray(params.drop_distance, np.float64)
+        spread = np.sqrt(3.0) * np.asarray(params.object_pos_noise, np.float64)
+        if np.any(distance <= spread):
+            raise ValueError(
+                f"params.drop_distance={distance.tolist()}: must exceed the reset's largest "
+                f"offset from the rest point, sqrt(3) * params.object_pos_noise = "
+                f"{spread.tolist()} m (a reset could start the object dropped)"
+            )
+        # on the floor the object's centre is at least its smallest half-extent above the
+        # floor (lying flat) and at most its bounding radius (any pose touching it)
+        z_low = self.floor_z + self.obj_half * size
+        dist_low = self.obj_rest[2] - (self.floor_z + self.obj_rbound * size)
+        if np.any((drop_z <= z_low) & (distance >= dist_low)):
+            raise ValueError(
+                f"params.drop_z={drop_z.tolist()}, params.drop_distance={distance.tolist()}: an "
+                f"object lying on the floor (z = {self.floor_z:g} m) would never count as "
+                f"dropped: drop_z must be above {np.round(z_low, 4).tolist()} m (the centre of "
+                f"the object lying flat there) or drop_distance below "
+                f"{np.round(dist_low, 4).tolist()} m (its least distance from the rest point "
+                "there)"
             )
 
 

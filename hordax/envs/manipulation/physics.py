@@ -252,6 +252,13 @@ def body_id(model: mujoco.MjModel, name: str) -> int:
     return i
 
 
+def geom_id(model: mujoco.MjModel, name: str) -> int:
+    i = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name))
+    if i < 0:
+        raise ValueError(f"no geom named {name!r} in the model")
+    return i
+
+
 def actuated_joints(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
     """``(qpos addresses, dof addresses)`` (``np.int32[nu]``) of the joint each actuator
     drives, in actuator order. Every actuator must drive one hinge or slide joint (the

@@ -39,7 +39,7 @@ _CUBE_POS_BOUND = 2.0  # m, observation clip of the cube's position
 @struct.dataclass
 class PushState:
     qpos: jax.Array  # f32[14] arm joint angles (7, rad), cube position (3, m), quaternion (4)
-    qvel: jax.Array  # f32[13] arm joint velocities (7), cube linear (3) and angular (3) velocity
+    qvel: jax.Array  # f32[13] arm joints (7), cube linear (3, world) and angular (3, cube frame)
     last_action: jax.Array  # f32[7] the previous (clipped) action
     grip: jax.Array  # f32[3] grip site (between the fingertips) position (m, world)
     target: jax.Array  # f32[2] target of the cube's centre on the table (m, world x, y)
@@ -90,7 +90,8 @@ class Push(ArmEnv):
     - observation ``f32[42]``: joint angles - home (7, clipped to +- the
       joint's range width, as Reach's), joint velocities (7, clipped to
       +-50 rad/s), last action (7), grip position (3), cube position (3), cube quaternion
-      (4, ``w >= 0``), cube linear and angular velocity (6, clipped to +-10), cube - grip
+      (4, ``w >= 0``), cube linear and angular velocity (6, clipped to +-10; the free
+      joint's ``qvel``: linear in the world frame, angular in the cube's own frame), cube - grip
       (3), target - cube on the table (2); the cube's position is clipped to +-2 m.
     - action ``f32[7]`` in ``[-1, 1]``: joint-position targets ``PUSH_HOME + action_scale *
       action`` clipped to the joint ranges; NaN entries act as 0, +-inf and out-of-range
@@ -139,6 +140,12 @@ class Push(ArmEnv):
         self.cube_body = physics.body_id(self.model, "cube")
         #: qpos / qvel addresses of the cube's free joint (after the arm's 7 joints)
         self.cube_qadr, self.cube_dadr = physics.free_joint(self.model, "cube")
+        #: m, the least grip-cube distance without pressing the contacts in (to 0.5 mm: 3.45
+        #: cm with an edge between the fingertips): the cube's half size plus the fingertip
+        #: spheres' radius (the grip lies between their centres)
+        tip = float(self.model.geom_size[physics.geom_id(self.model, "tip_left"), 0])
+        half = float(self.model.geom_size[physics.geom_id(self.model, "cube"), :3].min())
+        self.min_grip_distance = half + tip
 
     def cube_model(self, params: PushParams):
         """The device model with the arm's and the cube's randomization applied."""
@@ -269,6 +276,17 @@ class Push(ArmEnv):
             cube_yaw_range=(0.0, False),
             target_min_distance=(0.0, False),
         )
+        reached = np.asarray(params.reached_radius, np.float64)
+        if np.any(reached < self.min_grip_distance):
+            raise ValueError(
+                f"params.reached_radius={reached.tolist()}: must be >= "
+                f"{self.min_grip_distance:g} m, the cube's half size plus the fingertips' "
+                "radius: the grip (between the fingertip spheres) comes no closer to the "
+                "cube's centre (3.45 cm with an edge between the fingertips) unless the "
+                "contacts are pressed in, so a smaller radius leaves `reached`, and with it "
+                "the push reward, off (Playground's 0.012 m is for a gripper that closes "
+                "around the cube)"
+            )
         lo = np.asarray(params.target_min_distance, np.float64)
         hi = np.asarray(params.target_max_distance, np.float64)
         if not np.all(np.isfinite(hi)) or np.any(hi < lo) or np.any(hi > 0.3):

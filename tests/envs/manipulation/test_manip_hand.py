@@ -35,7 +35,7 @@ T = SETTLE + 200  # control steps of every rollout (one compiled program per env
 #:   cube:   hand 9.0e-3 (200 steps) / 1.1e-4 (20), position 1.1e-3, quaternion 1.5e-2 (200)
 #:   (the cube's since hordax's face-contact fix, RESULTS 34; before: 8.9e-3 / 1.2e-3, 2.2e-3,
 #:   1.6e-2)
-#: The two drift apart with contacts because MJX's convex collision and CG solver are not
+#: The two drift apart with contacts because MJX's convex collision and Newton solver are not
 #: C's: float64 MJX already differs from C by 2.6e-6 rad one step after first contact, and
 #: C against itself with 4 instead of 8 solver iterations differs by as much (8e-2 rad in
 #: 200 steps). A sphere resting in a hand is neutrally stable (it rolls), so its drift
@@ -344,6 +344,50 @@ def test_resets_are_fresh_and_the_critic_observation_is_privileged():
 def test_make_rejects_invalid_params(field, value, match):
     with pytest.raises(ValueError, match=match):
         hordax.make(SPHERE, **{field: value})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "env_id, overrides, match",
+    [
+        # a sphere held at home settles with its centre at z = 0.044 m (MuJoCo C): drop_z
+        # 0.05, below the 0.06 m reset point and accepted before, counted it as dropped
+        (SPHERE, {"drop_z": 0.05}, "params.drop_z"),
+        # a cube lying on the floor has its centre at z = -0.075 m, 0.21 m from its rest
+        # point (MuJoCo C), inside drop_distance 0.5: with drop_z -0.09 it ended no episode
+        (CUBE, {"drop_z": -0.09}, "lying on the floor"),
+        # a reset places the object up to sqrt(3) * 0.01 m = 1.7 cm from its rest point
+        (SPHERE, {"drop_distance": 0.015}, "params.drop_distance"),
+    ],
+)
+def test_make_rejects_drop_thresholds_that_break_the_task(env_id, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        hordax.make(env_id, **overrides)
+
+
+@pytest.mark.timeout(120)
+def test_drop_thresholds_are_checked_against_the_scene():
+    """The reference heights come from the scene (the palm's collision surface under the
+    rest point, the floor plane), and either drop test may catch an object on the floor:
+    the sphere lying there is >= 0.124 m from its rest point, past drop_distance 0.1."""
+    env, _ = _env(SPHERE)
+    assert env.palm_z == pytest.approx(0.022, abs=1e-3)
+    assert env.floor_z == pytest.approx(-0.1)
+    hordax.make(SPHERE, drop_z=-0.09)
+    hordax.make(CUBE, drop_z=-0.09, drop_distance=0.1)
+
+
+@pytest.mark.timeout(60)
+def test_the_docstring_names_the_scenes_solver():
+    """HandEnv's docstring states the constraint solver the scenes run (it said CG with 4
+    iterations; the scenes set no solver, so MuJoCo's default Newton runs, 8 iterations)."""
+    from hordax.envs.manipulation.hand import CubeRotateZ, HandEnv, SphereRotate
+
+    doc = " ".join(HandEnv.__doc__.split())
+    for cls in (SphereRotate, CubeRotateZ):
+        opt = physics.load_model(cls.model_file).opt
+        name = mujoco.mjtSolver(opt.solver).name.removeprefix("mjSOL_").capitalize()
+        assert f"{name} solver with {opt.iterations} iterations" in doc
 
 
 @pytest.mark.timeout(120)

@@ -317,6 +317,19 @@ def test_make_rejects_invalid_params(field, value, match):
         hordax.make(ID, **{field: value})
 
 
+@pytest.mark.timeout(120)
+def test_make_rejects_a_reached_radius_the_grip_cannot_come_within():
+    """The grip sits between two fingertip spheres (1 cm radius), so it stays ~3.5 cm (3.45
+    with an edge between the fingertips) from the 5 cm cube's centre unless the contacts are
+    pressed in (MuJoCo C, the arm's servos pressing the fingertips onto the cube at full
+    force: 2.2 cm at the least). Playground's 1.2 cm (for a gripper that closes around the
+    box) was accepted, and `reached`, with the push reward it gates, never latched."""
+    with pytest.raises(ValueError, match="params.reached_radius"):
+        hordax.make(ID, reached_radius=0.012)
+    env, _ = hordax.make(ID, reached_radius=0.04)
+    assert env.min_grip_distance == pytest.approx(0.035)
+
+
 @pytest.mark.timeout(60)
 def test_push_scene_arm_is_the_reach_arm():
     """assets/panda_push.xml repeats panda.xml's arm (MJCF cannot attach the fingers inside
