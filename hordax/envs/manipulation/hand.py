@@ -273,7 +273,8 @@ class HandEnv(ArmEnv):
         raise NotImplementedError
 
     def _penalty(self, params: HandParams) -> jax.Array:
-        """The reward of a step whose physics went non-finite (counted as a drop)."""
+        """The reward of a step whose physics went non-finite (penalized as a drop; the
+        ``drop`` metric counts drops only, ``reward_terms["nonfinite"]`` these steps)."""
         return params.drop_penalty
 
     def _joint_bound(self) -> np.ndarray:
@@ -420,7 +421,8 @@ class SphereRotate(HandEnv):
     - 20 Hz, 200 steps (10 s); actor history of 5 joint-angle measurements (Faive's
       ``dof_pos_history``) with 0.05 rad noise by default; the critic observation is
       privileged (:meth:`HandEnv.critic_observation`).
-    - metrics: ``rotation_speed`` (rad/s), ``drop``, ``success`` (``w`` in the 1-2 rad/s band).
+    - metrics: ``rotation_speed`` (rad/s), ``drop``, ``success`` (``w`` in the 1-2 rad/s band
+      on a step that does not end the episode).
     """
 
     model_file = "shadow_hand/hand_sphere.xml"
@@ -445,7 +447,8 @@ class SphereRotate(HandEnv):
             - params.drop_penalty * terminated
         )
         terms = {"rotation": band, "action": act, "torque": torque}
-        return reward, terms, (speed >= 1.0) & (speed <= 2.0)
+        # not on the step the sphere is lost: a drop through the band is no success
+        return reward, terms, (speed >= 1.0) & (speed <= 2.0) & ~terminated
 
 
 class CubeRotateZ(HandEnv):

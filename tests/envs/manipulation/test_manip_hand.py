@@ -428,3 +428,17 @@ def test_quaternion_helpers_match_mujoco():
         mujoco.mju_rotVecQuat(ref, vec, q.astype(np.float64))
         got = np.asarray(physics.quat_rotate(jnp.asarray(q), jnp.asarray(vec, jnp.float32)))
         np.testing.assert_allclose(got, ref, atol=1e-5)
+
+
+def test_sphere_success_is_never_the_step_that_drops_it():
+    """``success`` (rotation in the 1-2 rad/s band) was 1 on the step the sphere was lost
+    when it left the hand spinning in the band; a drop is no success. The cube's success is
+    already ``~terminated``. (Reward only: no physics is compiled.)"""
+    for env_id in (SPHERE, CUBE):
+        env, params = _env(env_id)
+        action, force = jnp.zeros(env.nu), jnp.zeros(env.nu)
+        for terminated, want in ((False, True), (True, False)):
+            _, _, success = env.task_reward(
+                jnp.float32(1.5), action, force, jnp.bool_(terminated), params
+            )
+            assert bool(success) is want, (env_id, terminated)
