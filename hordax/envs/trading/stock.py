@@ -372,10 +372,9 @@ def validate_panel(params: Any) -> None:
     lo, hi, end = (np.asarray(x) for x in (params.start_lo, params.start_hi, params.end))
     ok = (lo >= 0) & (lo <= hi) & (hi <= end - 2) & (end <= T)
     if not np.all(ok):
-        at = np.argwhere(~np.atleast_1d(ok))[0] if np.ndim(ok) else ()
-        one = (int(np.broadcast_to(x, np.shape(ok))[tuple(at)]) for x in (lo, hi, end))
-        lo, hi, end = one
-        where = f" (entry {list(map(int, at))})" if np.ndim(ok) else ""
+        at = tuple(int(i) for i in np.argwhere(~ok)[0]) if np.ndim(ok) else ()
+        lo, hi, end = (int(np.broadcast_to(x, np.shape(ok))[at]) for x in (lo, hi, end))
+        where = f" (entry {list(at)})" if at else ""
         raise ValueError(
             f"params.start_lo={lo}, params.start_hi={hi}, params.end={end}{where}: want 0 <= "
             f"start_lo <= start_hi <= end - 2 and end <= T={T}"
