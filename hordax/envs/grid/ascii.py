@@ -209,13 +209,13 @@ class AsciiGrid(GridEnv):
             raise ValueError(f"params.grid: colour ids must be < {world.NUM_COLORS}")
         self._validate_start(params, tiles)
         goal = np.asarray(params.goal)
-        if np.shape(goal)[-1:] != (rules.GOAL_SIZE,) or np.any(
-            (goal[..., 0] < 0) | (goal[..., 0] >= rules.NUM_GOALS)
-        ):
+        if np.shape(goal)[-1:] != (rules.GOAL_SIZE,):
             raise ValueError(
-                f"params.goal={goal.tolist()}: want int[{rules.GOAL_SIZE}] with a goal kind "
-                f"(entry 0) in [0, {rules.NUM_GOALS}) (rules.py; 0: no goal)"
+                f"params.goal={goal.tolist()}: want int[{rules.GOAL_SIZE}] (rules.py; kind 0: "
+                "no goal)"
             )
+        hw = (self.height, self.width)
+        rules.check_in_range("params.", rules.goal_range_tests(goal, grid_hw=hw))
 
     def _validate_start(self, params: AsciiParams, tiles: np.ndarray) -> None:
         """The start (every map's, if batched): ``agent_pos`` ``(-1, -1)`` (random, on a free

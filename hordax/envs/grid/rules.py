@@ -77,6 +77,51 @@ def empty_rules(n: int) -> np.ndarray:
     return np.zeros((n, RULE_SIZE), np.int32)
 
 
+def goal_range_tests(goal, name: str = "goal", grid_hw: tuple[int, int] | None = None) -> list:
+    """Host-side range tests of goal encodings ``goal int[..., 5]`` for
+    :func:`check_in_range`: a known kind, the objects' tile and colour ids, and (given
+    ``grid_hw``) positions inside the grid (``check_goal`` clamps an outside position to the
+    border, where the goal would then hold at a cell the task never named)."""
+    g = np.asarray(goal)
+    kind = g[..., 0]
+    # entries (1, 2) are an object (tile, colour) for every kind but AgentOnPosition,
+    # (3, 4) a second object for the TileNear kinds and a position for TileOnPosition
+    obj_ab = (kind > G_EMPTY) & (kind != G_AGENT_ON_POSITION)
+    obj_cd = (kind == G_TILE_NEAR) | (kind >= G_TILE_NEAR_UP)
+    entries = [
+        (obj_ab, 1, world.NUM_TILES, "goal object tile id (entry 1)"),
+        (obj_ab, 2, world.NUM_COLORS, "goal object colour id (entry 2)"),
+        (obj_cd, 3, world.NUM_TILES, "goal second tile id (entry 3)"),
+        (obj_cd, 4, world.NUM_COLORS, "goal second colour id (entry 4)"),
+    ]
+    if grid_hw is not None:
+        h, w = grid_hw
+        on_tile, on_agent = kind == G_TILE_ON_POSITION, kind == G_AGENT_ON_POSITION
+        entries += [
+            (on_tile, 3, h, f"goal position row (entry 3) in the {h} x {w} grid"),
+            (on_tile, 4, w, f"goal position column (entry 4) in the {h} x {w} grid"),
+            (on_agent, 1, h, f"goal position row (entry 1) in the {h} x {w} grid"),
+            (on_agent, 2, w, f"goal position column (entry 2) in the {h} x {w} grid"),
+        ]
+    return [
+        (name, g, kind, NUM_GOALS, "goal kind (entry 0)"),
+        *((name, g, np.where(m, g[..., i], 0), n, what) for m, i, n, what in entries),
+    ]
+
+
+def check_in_range(prefix: str, tests: list) -> None:
+    """``ValueError`` naming ``{prefix}{name}``, the first offending row (and its index in a
+    stack) and the rule, for the first of ``tests`` ``(name, array, values, n, what)`` with
+    a value outside ``[0, n)``."""
+    for name, arr, values, n, what in tests:
+        bad = (values < 0) | (values >= n)
+        if np.any(bad):
+            at = np.argwhere(bad)[0]
+            where = f" (at {at.tolist()})" if at.size else ""
+            row = arr[tuple(at)].tolist()
+            raise ValueError(f"{prefix}{name}={row}{where}: {what} must be in [0, {n})")
+
+
 def _is(grid: jax.Array, t: jax.Array, c: jax.Array) -> jax.Array:
     """``bool[H, W]``: cells equal to ``(t, c)``."""
     return (grid[..., 0] == t) & (grid[..., 1] == c)

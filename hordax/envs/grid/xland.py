@@ -302,50 +302,20 @@ def check_task_values(
     goal_name: str = "goal",
     grid_hw: tuple[int, int] | None = None,
 ) -> None:
-    """Host-side: known goal and rule kinds, tile and colour ids in range in ``init_tiles``,
-    in the rules' products and in the goal's objects, and (given ``grid_hw``) goal positions
-    inside the grid: ``check_goal`` clamps an outside position to the border, where the goal
-    would then hold at a cell the task never named. Any leading axes (a benchmark's stack
-    too). ``ValueError`` naming ``{prefix}{field}``, the first offending row and the rule."""
-    g, r, o = (np.asarray(x) for x in (goal, rule_rows, init_tiles))
-    kind = g[..., 0]
-    # goal entries (1, 2) are an object (tile, colour) for every kind but AgentOnPosition,
-    # (3, 4) a second object for the TileNear kinds and a position for TileOnPosition
-    obj_ab = (kind > rules.G_EMPTY) & (kind != rules.G_AGENT_ON_POSITION)
-    obj_cd = (kind == rules.G_TILE_NEAR) | (kind >= rules.G_TILE_NEAR_UP)
-    goal_tests = [
-        (obj_ab, 1, world.NUM_TILES, "goal object tile id (entry 1)"),
-        (obj_ab, 2, world.NUM_COLORS, "goal object colour id (entry 2)"),
-        (obj_cd, 3, world.NUM_TILES, "goal second tile id (entry 3)"),
-        (obj_cd, 4, world.NUM_COLORS, "goal second colour id (entry 4)"),
-    ]
-    if grid_hw is not None:
-        h, w = grid_hw
-        on_tile_pos, on_agent_pos = (
-            kind == rules.G_TILE_ON_POSITION,
-            kind == rules.G_AGENT_ON_POSITION,
-        )
-        goal_tests += [
-            (on_tile_pos, 3, h, f"goal position row (entry 3) in the {h} x {w} grid"),
-            (on_tile_pos, 4, w, f"goal position column (entry 4) in the {h} x {w} grid"),
-            (on_agent_pos, 1, h, f"goal position row (entry 1) in the {h} x {w} grid"),
-            (on_agent_pos, 2, w, f"goal position column (entry 2) in the {h} x {w} grid"),
-        ]
+    """Host-side: the goal as :func:`rules.goal_range_tests` checks it (given ``grid_hw``,
+    its positions too), known rule kinds, tile and colour ids in range in ``init_tiles`` and
+    in the rules' products. Any leading axes (a benchmark's stack too). ``ValueError``
+    naming ``{prefix}{field}``, the first offending row and the rule."""
+    r, o = np.asarray(rule_rows), np.asarray(init_tiles)
     tests = [
-        (goal_name, g, g[..., 0], rules.NUM_GOALS, "goal kind (entry 0)"),
-        *((goal_name, g, np.where(m, g[..., i], 0), n, what) for m, i, n, what in goal_tests),
+        *rules.goal_range_tests(goal, goal_name, grid_hw),
         ("rules", r, r[..., 0], rules.NUM_RULES, "rule kind (entry 0)"),
         ("rules", r, r[..., 5], world.NUM_TILES, "produced tile id (entry 5)"),
         ("rules", r, r[..., 6], world.NUM_COLORS, "produced colour id (entry 6)"),
         ("init_tiles", o, o[..., 0], world.NUM_TILES, "tile ids (entry 0)"),
         ("init_tiles", o, o[..., 1], world.NUM_COLORS, "colour ids (entry 1)"),
     ]
-    for name, arr, values, n, what in tests:
-        bad = (values < 0) | (values >= n)
-        if np.any(bad):
-            at = np.argwhere(bad)[0]
-            row = arr[tuple(at)].tolist()
-            raise ValueError(f"{prefix}{name}={row} (at {at.tolist()}): {what} must be in [0, {n})")
+    rules.check_in_range(prefix, tests)
 
 
 # --------------------------------------------------------------------------------------------

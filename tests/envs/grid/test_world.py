@@ -154,6 +154,8 @@ def test_ascii__round_trip_and_errors():
         ({"params": {"agent_pos": [0, 0]}}, r"params\.agent_pos=\[0, 0\]: .*wall"),
         ({"params": {"agent_dir": 7}}, r"params\.agent_dir=7: must be -1 .* or 0\.\.3"),
         ({"params": {"goal": [99, 0, 0, 0, 0]}}, r"params\.goal=\[99, 0, 0, 0, 0\]: .*kind"),
+        # AgentOnPosition at row 20 of the 5x9 map: clamped to row 4 by check_goal
+        ({"params": {"goal": [6, 20, 1, 0, 0]}}, r"params\.goal=\[6, 20, 1, 0, 0\]: .*row"),
         # no agent and no free cell: every reset put the agent on the wall at (0, 0)
         ({"ascii_map": "####\n#GB#\n####", "view_size": 3}, r"ascii_map: no agent .* free"),
     ],
