@@ -18,7 +18,7 @@ step ppo_vs_rejax_4envs python3 benchmarks/ppo_vs_rejax.py --seeds 3 --json "$OU
 step ppo_vs_rejax_256envs python3 benchmarks/ppo_vs_rejax.py --seeds 3 --num-envs 256 \
   --num-minibatches 32 --total-steps 3000000 --chunks 30
 step wrapper_overhead python3 benchmarks/wrapper_overhead.py --num-envs 1024 16384 131072 \
-  --steps 5000
+  --steps 5000 --out "$OUT/wrapper_overhead.json"
 step bench_random python3 -m hordax.training.cli bench -m benchmark=scaling \
   num_envs=1024,16384,131072 steps=5000 repeats=7
 step bench_train python3 -m hordax.training.cli bench -m benchmark=train_scaling \
@@ -26,7 +26,8 @@ step bench_train python3 -m hordax.training.cli bench -m benchmark=train_scaling
 step bench_families python3 -m hordax.training.cli bench -m \
   env=Grid-DoorKey-8x8-v0,Grid-XLand-R1-9x9-v0,Aerial-Hover-v0,Aerial-Navigate-v0,StockTrading-v0,CryptoTrading-v0 \
   num_envs=1024,16384 steps=500 repeats=3
-step grid_vs_xminigrid python3 benchmarks/grid_vs_xminigrid.py --num-envs 1024 16384 --steps 1000
+step grid_vs_peers python3 benchmarks/grid_vs_peers.py --num-envs 16384 65536 131072 \
+  --out "$OUT/grid_vs_peers_gpu.json"
 step trading_throughput python3 benchmarks/trading_throughput.py --num-envs 1 2048
 step reset_cost python3 benchmarks/reset_cost.py --num-envs 1024 16384 --json "$OUT/reset_cost.json"
 step pql_vs_ppo python3 benchmarks/pql_vs_ppo.py --out "$OUT/pql_vs_ppo"

@@ -24,6 +24,7 @@ LAYERS = (
     ("hordax.validation", "hordax.strict_json"),
     ("hordax.envs", "hordax"),  # the root package only re-exports hordax.envs
     ("hordax.testing",),
+    ("hordax.benchmarking",),
     ("hordax.agents",),
     ("hordax.training.core",),
     ("hordax.training.config",),

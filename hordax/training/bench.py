@@ -11,10 +11,13 @@
 - ``mode=train``: env steps/s of whole PPO updates (rollout, GAE, minibatch epochs) at
   ``num_envs``, through the trainer's own sharded chunk program.
 
+Random mode is timed by the shared harness (:mod:`hordax.benchmarking.harness`): the last
+step's every output (observation, reward, done flags, ``info``) stays in the timed scan's
+carry, so XLA computes all of them on both sides, and the two programs' runs interleave.
 Compile time is measured apart from run time; ``sps`` is the median over ``repeats``
-timed runs after compilation. Each measurement is one dict (the CLI prints it as one
-JSON line and appends it to ``results.csv``; :func:`plot_csv` draws steps/s against
-``num_envs``).
+timed runs after compilation (``sps_min``/``sps_max`` their spread). Each measurement
+is one dict (the CLI prints it as one JSON line and appends it to ``results.csv``;
+:func:`plot_csv` draws steps/s against ``num_envs``).
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from hordax.agents.ppo import PPOConfig
+from hordax.benchmarking import harness
+from hordax.benchmarking.subjects import action_sampler, batch_subject, vmap_subject
 from hordax.envs.registry import make
 from hordax.training.config import EnvConfig, MeshConfig, TrainConfig, TrainerConfig, validate_mesh
 from hordax.training.core.env_stack import make_env_stack
@@ -50,8 +54,13 @@ CSV_FIELDS = (
     "compile_s",
     "run_s",
     "sps",
+    "sps_min",
+    "sps_max",
     "baseline_sps",
     "overhead_pct",
+    "load_before",
+    "load_after",
+    "jax",
 )
 
 
@@ -120,47 +129,12 @@ def _timed(fn: Any, state: Any, repeats: int) -> tuple[float, float, Any]:
     return compile_s, statistics.median(times), state
 
 
-def random_rollout_fn(step_batch: Any, sample: Any, steps: int, num_envs: int) -> Any:
-    """``carry -> carry`` after ``steps`` random-action batch steps.
-
-    ``carry = (key, env_state, obs, reward_sum f32[B], ends i32[B])``: rewards and episode
-    ends are consumed as a trainer would consume them, so XLA cannot drop the reward or
-    termination computation of one program and not of another.
-    """
-
-    def run(carry: tuple) -> tuple:
-        def body(c: tuple, _: None) -> tuple:
-            key, env_state, obs, reward_sum, ends = c
-            key, key_act, key_step = jax.random.split(key, 3)
-            action = jax.vmap(sample)(jax.random.split(key_act, num_envs))
-            obs, env_state, reward, terminated, truncated, _ = step_batch(
-                key_step, env_state, action
-            )
-            reward_sum = reward_sum + reward.reshape(num_envs, -1).sum(-1)
-            ends = ends + (terminated | truncated).astype(jnp.int32)
-            return (key, env_state, obs, reward_sum, ends), None
-
-        return jax.lax.scan(body, carry, None, length=steps)[0]
-
-    return run
-
-
-def random_rollout_carry(key: jax.Array, env_state: Any, obs: Any, num_envs: int) -> tuple:
-    """The initial carry of :func:`random_rollout_fn`."""
-    zeros = jnp.zeros(num_envs, jnp.float32)
-    return (key, env_state, obs, zeros, jnp.zeros(num_envs, jnp.int32))
-
-
 def measure_random(cfg: BenchConfig) -> dict[str, Any]:
-    """Random-action env steps/s of hordax's wrapper stack (and the bare env as baseline)."""
+    """Random-action env steps/s of hordax's wrapper stack (and the bare env as baseline),
+    timed by :func:`hordax.benchmarking.harness.compare` (every output of every step kept)."""
     env, params = _make(cfg)
     mesh = sharding.train_mesh(cfg.mesh, cfg.num_envs)
     n = cfg.num_envs
-    space = env.action_space(params)
-
-    def sample(key: jax.Array) -> jax.Array:
-        return space.sample(key)
-
     batch = NamedSharding(mesh, P(sharding.DATA_AXIS))
     repl = NamedSharding(mesh, P())
 
@@ -168,42 +142,19 @@ def measure_random(cfg: BenchConfig) -> dict[str, Any]:
         # Every array with an axis is a batch [B, ...]; keys and scalars are replicated.
         return jax.tree.map(lambda x: jax.device_put(x, batch if x.ndim else repl), tree)
 
-    def compiled(reset_batch: Any, step_batch: Any) -> tuple[float, Any, tuple]:
-        obs, state = reset_batch(jax.random.key(0))
-        carry = shard(random_rollout_carry(jax.random.key(1), state, obs, n))
-        fn = jax.jit(random_rollout_fn(step_batch, sample, cfg.steps, n))
-        t = time.perf_counter()
-        fn = fn.lower(carry).compile()
-        compile_s = time.perf_counter() - t
-        jax.block_until_ready(fn(carry))  # warm-up run
-        return compile_s, fn, carry
-
     stack = make_env_stack(env, None, n, cfg.reset_pool)
-    programs = {
-        "hordax": compiled(
-            lambda k: stack.reset(k, params), lambda k, s, a: stack.step(k, s, a, params)
-        )
-    }
+    sides = [batch_subject(stack, params, n, "hordax", f"VecEnv(reset_pool={cfg.reset_pool})")]
     if cfg.baseline:
-        vreset = jax.vmap(env.reset, in_axes=(0, None))
-        vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-        programs["bare"] = compiled(
-            lambda k: vreset(jax.random.split(k, n), params),
-            lambda k, s, a: vstep(jax.random.split(k, n), s, a, params),
-        )
-    # Interleaved timed runs, so that drift in machine load hits both programs alike.
-    times: dict[str, list[float]] = {name: [] for name in programs}
-    for _ in range(cfg.repeats):
-        for name, (_, fn, carry) in programs.items():
-            t = time.perf_counter()
-            jax.block_until_ready(fn(carry))
-            times[name].append(time.perf_counter() - t)
-    run_s = statistics.median(times["hordax"])
-    row = _row(cfg, mesh, programs["hordax"][0], run_s, cfg.steps * n)
+        sides.append(vmap_subject(env, params, n, "bare", library="gymnax"))
+    rows = harness.compare(
+        sides, action_sampler(env, params, n), cfg.steps, cfg.repeats, place=shard
+    )
+    row = _row(cfg, mesh, rows[0]["compile_s"], rows[0]["run_s"], cfg.steps * n)
+    row.update(sps_min=rows[0]["sps_min"], sps_max=rows[0]["sps_max"])
+    row.update(load_before=rows[0]["load_before"], load_after=rows[0]["load_after"])
     if cfg.baseline:
-        base_s = statistics.median(times["bare"])
-        row["baseline_sps"] = round(cfg.steps * n / base_s, 1)
-        row["overhead_pct"] = round(100.0 * (run_s / base_s - 1.0), 2)
+        row["baseline_sps"] = rows[1]["sps"]
+        row["overhead_pct"] = round(100.0 * (rows[0]["run_s"] / rows[1]["run_s"] - 1.0), 2)
     return row
 
 
