@@ -62,9 +62,11 @@ def run(
     repeats: int,
     place: Callable[[Any], Any] | None = None,
     echo: Callable[[str], None] = print,
+    save: Callable[[list[dict[str, Any]]], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every case at every size (or its own ``sizes``); rows carry the case's labels and
-    note. A size that fails (e.g. out of memory) gives one row with ``error``."""
+    note. A size that fails (e.g. out of memory) gives one row with ``error``. ``save(rows)``
+    runs after every size, so a run cut short keeps the rows it measured."""
     rows: list[dict[str, Any]] = []
     for case in cases:
         for n in case.sizes or sizes:
@@ -77,6 +79,8 @@ def run(
                 row = {**case.labels, **r, "note": case.note}
                 rows.append(row)
                 echo(_line(row))
+            if save is not None:
+                save(rows)
             jax.clear_caches()
             gc.collect()
     return rows
@@ -136,13 +140,15 @@ def main(
         cases = [c for c in cases if any(o in str(v) for o in args.only for v in c.labels.values())]
     conds = results.conditions(packages)
     print(f"{description}\n{conds['device']}, {conds['cpu']}, load {conds['load_average']}")
-    if args.num_envs is None:
-        rows = run(cases, sizes, args.steps, args.repeats)
-    else:  # the command's sizes for every case
+    if args.num_envs is not None:  # the command's sizes for every case
         cases = [Case(c.labels, c.build, c.note) for c in cases]
-        rows = run(cases, args.num_envs, args.steps, args.repeats)
+
+    def save(rows: list[dict[str, Any]]) -> Any:
+        return results.write(args.out, rows, conds)
+
+    rows = run(cases, args.num_envs or sizes, args.steps, args.repeats, save=save)
     conds["load_average_after"] = results.conditions(packages)["load_average"]
-    path = results.write(args.out, rows, conds)
+    path = save(rows)
     print(markdown(rows, keys or list(cases[0].labels) if cases else []))
     print(f"wrote {path}")
     return rows

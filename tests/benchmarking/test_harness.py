@@ -185,3 +185,37 @@ def test_benchmarks__env_timing_scripts_use_the_harness(path):
         f"benchmarks/{path.name} times env steps without hordax.benchmarking: its timed "
         "program may drop outputs; build Subjects and call harness.compare"
     )
+
+
+def test_runner__writes_the_result_file_and_table(tmp_path, capsys):
+    """A two-subject case at two sizes: one row per subject and size in the JSON (with the
+    conditions), the CSV beside it, and the Markdown table printed."""
+    from hordax.benchmarking import results, runner
+
+    def build(n):
+        def r(key):
+            return jax.random.uniform(key, (n, 8))
+
+        def s(key, state, action):
+            state = state + 0.01 * action[:, None]
+            return state, {"obs": jnp.sin(state), "reward": state.sum(-1), "done": state[:, 0] > 9}
+
+        subj = [
+            harness.Subject("hordax toy", n, r, s),
+            harness.Subject("peer toy", n, r, s, "peer"),
+        ]
+        return subj, lambda key: jax.random.randint(key, (n,), 0, 3).astype(jnp.float32)
+
+    out = tmp_path / "toy.json"
+    argv = ["--num-envs", "4", "8", "--steps", "3", "--repeats", "1", "--out", str(out)]
+    runner.main([runner.Case({"env": "toy"}, build)], "toy", (4,), 3, str(out), argv=argv)
+    got = results.read(out)
+    assert [(r["subject"], r["num_envs"]) for r in got["rows"]] == [
+        ("hordax toy", 4),
+        ("peer toy", 4),
+        ("hordax toy", 8),
+        ("peer toy", 8),
+    ]
+    assert got["conditions"]["versions"]["jax"] == jax.__version__
+    assert (tmp_path / "toy.csv").read_text().startswith("env,subject,")
+    assert "| toy | 8 |" in capsys.readouterr().out
