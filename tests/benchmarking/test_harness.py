@@ -145,7 +145,6 @@ NOT_YET_ON_THE_HARNESS = {
     "manip_test_costs.py",
     "manip_throughput.py",
     "marl_learning.py",
-    "mpe_vs_jaxmarl.py",
     "ppo_phases.py",
     "pql_parallel_seeds.py",
     "reset_cost.py",
@@ -219,3 +218,10 @@ def test_runner__writes_the_result_file_and_table(tmp_path, capsys):
     assert got["conditions"]["versions"]["jax"] == jax.__version__
     assert (tmp_path / "toy.csv").read_text().startswith("env,subject,")
     assert "| toy | 8 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["grid_vs_peers.py", "mpe_vs_jaxmarl.py", "wrapper_overhead.py"])
+def test_benchmarks__comparisons_use_the_harness(name):
+    """The peer comparisons time nothing themselves: they build Subjects for the harness."""
+    path = ROOT / "benchmarks" / name
+    assert _imports_harness(path) and "perf_counter" not in path.read_text()
