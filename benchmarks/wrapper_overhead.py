@@ -13,7 +13,7 @@ from hordax.benchmarking import runner
 from hordax.benchmarking.subjects import action_sampler, batch_subject, vmap_subject
 from hordax.envs.wrappers import ClipAction, LogEpisode, VecEnv
 
-ENVS = ("CartPole-v1", "Pendulum-v1")
+ENVS = ("CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0")
 
 
 def case(env_id: str) -> runner.Case:
