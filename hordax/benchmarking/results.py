@@ -20,6 +20,8 @@ from typing import Any
 
 import jax
 
+from hordax import strict_json
+
 #: Versions recorded in every result file (more are added by a comparison's peers).
 BASE_PACKAGES = ("hordax", "jax", "jaxlib", "flax", "gymnax", "numpy")
 
@@ -93,7 +95,7 @@ def write(path: str | os.PathLike, rows: list[dict], conds: dict[str, Any]) -> P
     path = Path(path).with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"conditions": conds, "rows": rows}, indent=1) + "\n")
+    tmp.write_text(strict_json.dumps({"conditions": conds, "rows": rows}, indent=1) + "\n")
     os.replace(tmp, path)
     fields = list(dict.fromkeys(k for r in rows for k in r))
     tmp = path.with_suffix(".csv.tmp")
