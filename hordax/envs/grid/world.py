@@ -18,6 +18,8 @@ cell (``None``) written as ``FLOOR``:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,7 +91,13 @@ _tile_set = lambda *ts: np.isin(np.arange(NUM_TILES), ts)  # noqa: E731
 WALKABLE = _tile_set(FLOOR, GOAL, DOOR_OPEN)
 PICKABLE = _tile_set(BALL, SQUARE, PYRAMID, KEY, HEX, STAR, BOX)
 #: tiles that block the view (MiniGrid ``see_behind`` is False).
-OPAQUE = _tile_set(WALL, DOOR_LOCKED, DOOR_CLOSED)
+OPAQUE_TILES = (WALL, DOOR_LOCKED, DOOR_CLOSED)
+OPAQUE = _tile_set(*OPAQUE_TILES)
+
+
+def is_any(tile: jax.Array, tiles: tuple[int, ...]) -> jax.Array:
+    """``bool``, shaped like ``tile``: the tile is one of ``tiles`` (compares, no gather)."""
+    return functools.reduce(jnp.logical_or, [tile == t for t in tiles])
 
 
 def cell(tile: int, color: int = COLOR_NONE) -> jax.Array:
@@ -175,45 +183,96 @@ def view_coords(pos: jax.Array, direction: jax.Array, view_size: int) -> jax.Arr
     return pos + ahead[:, None, None] * fwd + right[None, :, None] * rgt
 
 
-def _sweep(lit: jax.Array, see: jax.Array, reach: jax.Array) -> jax.Array:
-    """One sideways sweep: cell ``j`` is lit if some lit ``k`` with ``reach[k, j]`` is
+def _sweep(lit: jax.Array, reach: jax.Array) -> jax.Array:
+    """One sideways sweep: cell ``j`` is lit if some lit ``k`` with ``reach[..., k, j]`` is
     see-through all the way from ``k`` to ``j - 1`` (exclusive of ``j``)."""
-    return lit | jnp.any(lit[:, None] & reach, axis=0)
+    return lit | jnp.any(lit[..., :, None] & reach, axis=-2)
+
+
+def light_row(lit: jax.Array, see: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """MiniGrid's ``process_vis`` on one view row: ``(visible, lit_ahead)``, both ``bool[..., V]``.
+
+    ``lit`` (``bool[..., V]``) marks the cells lit from the row behind, ``see`` the row's
+    see-through cells. Light spreads sideways through see-through cells (left-to-right,
+    then right-to-left), each sweep one vectorized step: ``k`` lights ``j > k`` when no
+    opaque cell lies in ``[k, j)``. Every lit, see-through cell lights the row ahead: the
+    same column and the neighbour in the sweep's direction.
+    """
+    v = see.shape[-1]
+    idx = jnp.arange(v)
+    blocked = (~see).astype(jnp.int32)
+    # opaque cells strictly before / after each cell: k reaches j (k < j) through
+    # see-through cells [k, j) iff before[k] == before[j]; leftwards iff after[k] == after[j]
+    before = jnp.cumsum(blocked, axis=-1) - blocked
+    after = jnp.flip(jnp.cumsum(jnp.flip(blocked, -1), axis=-1), -1) - blocked
+    right_of = (idx[:, None] < idx[None, :]) & (before[..., :, None] == before[..., None, :])
+    left_of = (idx[:, None] > idx[None, :]) & (after[..., :, None] == after[..., None, :])
+    m_ltr = _sweep(lit, right_of)
+    m = _sweep(m_ltr, left_of)
+    a = m_ltr & see & (idx < v - 1)  # the left-to-right sweep stops at V - 2
+    b = m & see & (idx > 0)  # the right-to-left sweep stops at 1
+    # shifts without wrap-around: a[V - 1] and b[0] are False
+    ahead = a | b | jnp.roll(a, 1, axis=-1) | jnp.roll(b, -1, axis=-1)
+    return m, ahead
+
+
+#: the largest view whose rows go through a lookup table (``4**V`` entries of int32)
+LUT_MAX_VIEW = 9
+
+
+@functools.cache
+def _row_table(v: int) -> np.ndarray:
+    """``int32[2**V * 2**V]``: at ``see_bits * 2**V + lit_bits``, ``light_row``'s result
+    packed as ``visible_bits | lit_ahead_bits << V`` (bit ``j`` = view column ``j``)."""
+    n = 1 << v
+    bits = (np.arange(n)[:, None] >> np.arange(v)) & 1  # [2**V, V]
+    see = np.repeat(bits, n, axis=0).astype(bool)  # major: see_bits
+    lit = np.tile(bits, (n, 1)).astype(bool)  # minor: lit_bits
+    with jax.ensure_compile_time_eval():
+        m, ahead = (np.asarray(x) for x in light_row(jnp.asarray(lit), jnp.asarray(see)))
+    weights = 1 << np.arange(v)
+    return ((m @ weights) | ((ahead @ weights) << v)).astype(np.int32)
 
 
 def visibility(opaque: jax.Array) -> jax.Array:
     """MiniGrid's ``process_vis`` shadow casting on an egocentric ``bool[V, V]`` opacity map.
 
-    Starting from the agent's cell (bottom row, centre), light spreads sideways along a row
-    through see-through cells (left-to-right, then right-to-left) and from every lit,
-    see-through cell to the row ahead (same column and the neighbour in the sweep
-    direction). Each sideways sweep is one vectorized step: ``k`` lights ``j > k`` when no
-    opaque cell lies in ``[k, j)``. Returns ``bool[V, V]``.
+    Starting from the agent's cell (bottom row, centre), rows are lit one after another
+    towards row 0 by :func:`light_row`. Views up to :data:`LUT_MAX_VIEW` wide read each row
+    from a table of every (opacity, light) pair, one gather per row (:func:`visibility_table`);
+    wider views compute each row (:func:`visibility_scan`). Returns ``bool[V, V]``.
     """
+    if opaque.shape[0] <= LUT_MAX_VIEW:
+        return visibility_table(opaque)
+    return visibility_scan(opaque)
+
+
+def visibility_scan(opaque: jax.Array) -> jax.Array:
+    """:func:`visibility` with :func:`light_row` computed row by row in a scan."""
     v = opaque.shape[0]
-    idx = jnp.arange(v)
-    see = ~opaque
-    blocked = opaque.astype(jnp.int32)
-    # per row, opaque cells strictly before / after each cell: k reaches j (k < j) through
-    # see-through cells [k, j) iff before[k] == before[j]; leftwards iff after[k] == after[j].
-    # These depend on the opacity only, so all rows get them at once ([row, k, j]); only the
-    # sweeps run row by row.
-    before = jnp.cumsum(blocked, axis=1) - blocked
-    after = jnp.cumsum(blocked[:, ::-1], axis=1)[:, ::-1] - blocked
-    right_of = (idx[:, None] < idx[None, :]) & (before[:, :, None] == before[:, None, :])
-    left_of = (idx[:, None] > idx[None, :]) & (after[:, :, None] == after[:, None, :])
 
-    def row(lit, xs):
-        s, right, left = xs
-        m_ltr = _sweep(lit, s, right)
-        m = _sweep(m_ltr, s, left)
-        a = m_ltr & s & (idx < v - 1)  # the left-to-right sweep stops at V - 2
-        b = m & s & (idx > 0)  # the right-to-left sweep stops at 1
-        return a | b | jnp.roll(a, 1) | jnp.roll(b, -1), m  # lights the row ahead
+    def row(lit, see):
+        m, ahead = light_row(lit, see)
+        return ahead, m
 
-    start = idx == v // 2  # the agent's cell lights its own row (the last one)
-    _, rows = jax.lax.scan(row, start, (see, right_of, left_of), reverse=True)
-    return rows
+    start = jnp.arange(v) == v // 2  # the agent's cell lights its own row (the last one)
+    return jax.lax.scan(row, start, ~opaque, reverse=True)[1]
+
+
+def visibility_table(opaque: jax.Array) -> jax.Array:
+    """:func:`visibility` with each row read from :func:`_row_table` (``V <= LUT_MAX_VIEW``)."""
+    v = opaque.shape[0]
+    table = jnp.asarray(_row_table(v))
+    weights = jnp.asarray(1 << np.arange(v), jnp.int32)
+    see_bits = jnp.sum(jnp.where(opaque, 0, weights), axis=-1)  # int32[V]: bit j = column j
+    lit = jnp.int32(1 << (v // 2))  # the agent's cell lights its own row (the last one)
+    rows = []
+    for i in reversed(range(v)):
+        packed = table[see_bits[i] * (1 << v) + lit]
+        rows.append(packed & ((1 << v) - 1))
+        lit = packed >> v
+    row_bits = jnp.stack(rows[::-1])  # int32[V]
+    return ((row_bits[:, None] >> jnp.arange(v)) & 1).astype(bool)
 
 
 def egocentric_view(
@@ -244,5 +303,5 @@ def egocentric_view(
         return cells
     # MiniGrid computes visibility before it puts the carried object in the agent's cell;
     # the cell under the agent is always see-through, so this order gives the same mask.
-    vis = visibility(jnp.asarray(OPAQUE)[cells[..., 0]])
+    vis = visibility(is_any(cells[..., 0], OPAQUE_TILES))
     return jnp.where(vis[..., None], cells, jnp.zeros_like(cells))

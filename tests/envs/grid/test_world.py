@@ -209,3 +209,19 @@ def test_render__frames_and_text():
     assert np.any(np.all(cell == render.PALETTE[world.RED], -1))
     text = render.render_text(s)
     assert text.count("K") == 1 and text.count("D") == 1 and text.count("G") == 1
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("v", [3, 5, 7, 9])
+def test_visibility__table_equals_the_row_by_row_scan(v):
+    """The lookup-table shadow casting gives the scan's mask on random and walled views."""
+    key = jax.random.key(v)
+    rand = jax.random.bernoulli(key, 0.35, (3000, v, v))
+    # sparse views too, where light travels far before a wall stops it
+    sparse = jax.random.bernoulli(jax.random.fold_in(key, 1), 0.08, (1000, v, v))
+    opaque = jnp.concatenate([rand, sparse]).at[:, v - 1, v // 2].set(False)
+    table = jax.jit(jax.vmap(world.visibility_table))(opaque)
+    scan = jax.jit(jax.vmap(world.visibility_scan))(opaque)
+    np.testing.assert_array_equal(np.asarray(table), np.asarray(scan))
+    hidden = float(jnp.mean(~table))
+    assert 0.01 < hidden < 0.8  # some cells hidden, most lit
