@@ -10,7 +10,7 @@ import pytest
 import hordax
 from hordax.envs.grid import ascii as ascii_maps
 from hordax.envs.grid import env as grid_env
-from hordax.envs.grid import render, world
+from hordax.envs.grid import layouts, render, world
 
 F, L, R, PICK, DROP, TOG = range(6)
 
@@ -225,3 +225,21 @@ def test_visibility__table_equals_the_row_by_row_scan(v):
     np.testing.assert_array_equal(np.asarray(table), np.asarray(scan))
     hidden = float(jnp.mean(~table))
     assert 0.01 < hidden < 0.8  # some cells hidden, most lit
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 361, 1444])
+def test_kth_true__equals_argmax_of_the_cumulative_sum(n):
+    """The two-level prefix sum picks the same cell as one cumulative sum, empty masks too."""
+    key = jax.random.key(n)
+    masks = jax.random.bernoulli(key, 0.3, (500, n)).at[0].set(False).at[1].set(True)
+    u = jax.random.uniform(jax.random.fold_in(key, 1), (500,)).at[2].set(0.0).at[3].set(0.9999)
+
+    def reference(flat, u):
+        counts = jnp.cumsum(flat.astype(jnp.int32))
+        k = jnp.floor(u * counts[-1]).astype(jnp.int32)
+        return jnp.argmax(counts > k)
+
+    got = jax.jit(jax.vmap(layouts.kth_true))(masks, u)
+    want = jax.jit(jax.vmap(reference))(masks, u)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
