@@ -114,8 +114,8 @@ def sample_ruleset(
     # one uniform draw for everything (each jax.random call compiles its own hash)
     n_u = 3 + 3 * depth + num_distractor_rules
     draw = jax.random.uniform(key, (len(VOCAB) + num_rules + n_u,))
-    objs = jnp.asarray(VOCAB)[jnp.argsort(draw[: len(VOCAB)])[: num_objects + depth]]
-    shuffle = jnp.argsort(draw[len(VOCAB) : len(VOCAB) + num_rules])
+    objs = jnp.asarray(VOCAB)[layouts.smallest(draw[: len(VOCAB)], num_objects + depth)]
+    shuffle = layouts.smallest(draw[len(VOCAB) : len(VOCAB) + num_rules], num_rules)
     u = draw[len(VOCAB) + num_rules :]
     ui = iter(range(u.shape[0]))
     nxt = 0  # next unused object (static counter: every draw takes its slot)

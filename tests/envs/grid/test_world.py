@@ -243,3 +243,14 @@ def test_kth_true__equals_argmax_of_the_cumulative_sum(n):
     got = jax.jit(jax.vmap(layouts.kth_true))(masks, u)
     want = jax.jit(jax.vmap(reference))(masks, u)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("n, k", [(3, 3), (6, 6), (66, 10), (5, 0)])
+def test_smallest__equals_a_stable_argsort(n, k):
+    """top_k's order is argsort's, ties by index included (coarse values force ties)."""
+    x = jax.random.uniform(jax.random.key(n), (400, n))
+    for values in (x, jnp.round(x * 4) / 4):
+        got = jax.vmap(lambda v: layouts.smallest(v, k))(values)
+        want = jnp.argsort(values, axis=-1, stable=True)[:, :k]
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
