@@ -36,6 +36,8 @@ Rules (applied in order after every action; each fires wherever its condition ho
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -191,61 +193,72 @@ def check_goal(
     return met
 
 
-def apply_rule(
-    rule: jax.Array, grid: jax.Array, pos: jax.Array, carry: jax.Array
-) -> tuple[jax.Array, jax.Array]:
-    """Apply one rule (``int32[7]``); returns ``(grid, carry)``.
+#: a cell ``(tile, colour)`` as one int, ``tile * CODE + colour`` (both ids are below 16)
+CODE = 16
 
-    Written with whole-grid masks (no scattered writes) so that it compiles small.
+
+def apply_rule(
+    rule: jax.Array, code: jax.Array, pos: jax.Array, carry: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Apply one rule (``int32[7]``) to a coded grid ``int32[H, W]`` (see :data:`CODE`);
+    returns ``(code, carry)``.
+
+    Written with whole-grid masks (no scattered writes) so that it compiles small and
+    vectorizes under ``vmap``.
     """
-    kind, a, b, c, d = rule[0], rule[1], rule[2], rule[3], rule[4]
-    prod = jnp.stack([rule[5], rule[6]]).astype(jnp.uint8)
-    h, w = grid.shape[:2]
+    kind = rule[0]
+    ab, cd = rule[1] * CODE + rule[2], rule[3] * CODE + rule[4]
+    prod = rule[5] * CODE + rule[6]
+    h, w = code.shape
     rows, cols = jnp.arange(h)[:, None], jnp.arange(w)[None, :]
-    near = jnp.asarray(NEAR_VEC)
     # AgentHold
-    hold = (kind == R_AGENT_HOLD) & (carry[0] == a) & (carry[1] == b)
-    carry = jnp.where(hold, prod, carry)
+    hold = (kind == R_AGENT_HOLD) & (carry[0] == rule[1]) & (carry[1] == rule[2])
+    carry = jnp.where(hold, jnp.stack([rule[5], rule[6]]).astype(carry.dtype), carry)
     # AgentNear (any direction, or one): the allowed neighbour cells of the agent
-    agent_dirs = jnp.where(kind == R_AGENT_NEAR, True, jnp.arange(4) == kind - R_AGENT_NEAR_UP)
-    agent_rule = (kind == R_AGENT_NEAR) | ((kind >= R_AGENT_NEAR_UP) & (kind <= R_AGENT_NEAR_LEFT))
-    cells = (rows[None] == pos[0] + near[:, 0, None, None]) & (
-        cols[None] == pos[1] + near[:, 1, None, None]
-    )  # [4, H, W]
-    around = jnp.any(cells & agent_dirs[:, None, None], axis=0)
-    fire_near = around & _is(grid, a, b) & agent_rule
-    grid = jnp.where(fire_near[..., None], prod, grid)
+    dr, dc = rows - pos[0], cols - pos[1]
+    side = [(dr == int(r)) & (dc == int(c)) for r, c in NEAR_VEC]  # up, right, down, left
+    around = functools.reduce(
+        jnp.logical_or,
+        [m & ((kind == R_AGENT_NEAR) | (kind == R_AGENT_NEAR_UP + i)) for i, m in enumerate(side)],
+    )
+    code = jnp.where(around & (code == ab), prod, code)
     # TileNear (any direction, or one): the first (a, b) in row-major order with a (c, d)
-    mask_a, mask_c = _is(grid, a, b), _is(grid, c, d)
-    tile_dirs = jnp.where(kind == R_TILE_NEAR, True, jnp.arange(4) == kind - R_TILE_NEAR_UP)
+    # next to it in an allowed direction; the first such direction is consumed
+    mask_a, mask_c = code == ab, code == cd
     tile_rule = (kind >= R_TILE_NEAR) & (kind <= R_TILE_NEAR_LEFT)
-    hits = jnp.stack([mask_a & _shift(mask_c, int(dr), int(dc)) for dr, dc in NEAR_VEC])
-    hits = hits & tile_dirs[:, None, None]  # [4, H, W]
-    any_dir = jnp.any(hits, axis=0)
-    first = jnp.argmax(any_dir.reshape(-1))
-    sel_a = (jnp.arange(h * w) == first).reshape(h, w) & any_dir & tile_rule
-    k = jnp.argmax(jnp.any(hits & sel_a[None], axis=(1, 2)))  # first direction that hits
-    sel_b = jnp.zeros_like(sel_a)
-    for i, (dr, dc) in enumerate(NEAR_VEC):
-        sel_b = sel_b | ((k == i) & _shift(sel_a, -int(dr), -int(dc)))
-    floor = jnp.array([world.FLOOR, world.COLOR_NONE], jnp.uint8)
-    grid = jnp.where(sel_b[..., None], floor, grid)
-    grid = jnp.where(sel_a[..., None], prod, grid)
-    return grid, carry
+    first_dir = jnp.full((h, w), 4, jnp.int32)  # per cell: the first direction that hits
+    for i in reversed(range(4)):
+        r, c = NEAR_VEC[i]
+        allowed = (kind == R_TILE_NEAR) | (kind == R_TILE_NEAR_UP + i)
+        first_dir = jnp.where(allowed & _shift(mask_c, int(r), int(c)), i, first_dir)
+    hit = mask_a & (first_dir < 4) & tile_rule
+    first = jnp.argmax(hit.reshape(-1))
+    fire = hit.reshape(-1)[first]
+    fr, fc = first // w, first % w
+    k = jnp.minimum(first_dir.reshape(-1)[first], 3)
+    near = jnp.asarray(NEAR_VEC)[k]
+    sel_a = fire & (rows == fr) & (cols == fc)
+    sel_b = fire & (rows == fr + near[0]) & (cols == fc + near[1])
+    code = jnp.where(sel_b, world.FLOOR * CODE + world.COLOR_NONE, code)
+    return jnp.where(sel_a, prod, code), carry
 
 
 def apply_rules(
     rules: jax.Array, grid: jax.Array, pos: jax.Array, carry: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """Apply ``rules`` (``int32[R, 7]``) in order; returns ``(grid, carry)``.
+    """Apply ``rules`` (``int32[R, 7]``) in order to ``grid`` (``uint8[H, W, 2]``); returns
+    ``(grid, carry)``.
 
-    A ``lax.scan`` over the rules: one compiled rule body whatever ``R`` is.
+    A ``lax.scan`` over the rules (one compiled rule body whatever ``R`` is) on the grid
+    coded one int per cell.
     """
     if rules.shape[0] == 0:
         return grid, carry
+    code = grid[..., 0].astype(jnp.int32) * CODE + grid[..., 1].astype(jnp.int32)
 
-    def body(gc, rule):
-        return apply_rule(rule, gc[0], pos, gc[1]), None
+    def body(cc, rule):
+        return apply_rule(rule, cc[0], pos, cc[1]), None
 
-    (grid, carry), _ = jax.lax.scan(body, (grid, carry), rules)
+    (code, carry), _ = jax.lax.scan(body, (code, carry), rules)
+    grid = jnp.stack([code // CODE, code % CODE], axis=-1).astype(grid.dtype)
     return grid, carry
