@@ -195,6 +195,7 @@ def check_goal(
 
 #: a cell ``(tile, colour)`` as one int, ``tile * CODE + colour`` (both ids are below 16)
 CODE = 16
+assert world.NUM_TILES <= CODE and world.NUM_COLORS <= CODE
 
 
 def apply_rule(

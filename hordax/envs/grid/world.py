@@ -92,7 +92,6 @@ WALKABLE = _tile_set(FLOOR, GOAL, DOOR_OPEN)
 PICKABLE = _tile_set(BALL, SQUARE, PYRAMID, KEY, HEX, STAR, BOX)
 #: tiles that block the view (MiniGrid ``see_behind`` is False).
 OPAQUE_TILES = (WALL, DOOR_LOCKED, DOOR_CLOSED)
-OPAQUE = _tile_set(*OPAQUE_TILES)
 
 
 def is_any(tile: jax.Array, tiles: tuple[int, ...]) -> jax.Array:
